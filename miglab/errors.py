@@ -1,0 +1,48 @@
+"""Validation problems reported as ``FILE: FIELD.PATH: reason`` lines.
+
+Every user-facing input (campaign, inventory, nvidia-smi capture, mig-parted file) is checked in
+full before anything is touched; all problems are collected, then raised together.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with one field of one input file."""
+
+    file: str
+    field: str
+    reason: str
+
+    def __str__(self) -> str:
+        field = self.field or "(top)"
+        return f"{self.file}: {field}: {self.reason}"
+
+
+class ValidationError(Exception):
+    """Raised with every problem found in an input; the CLI prints one line each and exits 2."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = list(problems)
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+
+class Problems:
+    """Collects problems for one file, then raises them all at once."""
+
+    def __init__(self, file: str):
+        self.file = file
+        self.items: list[Problem] = []
+
+    def add(self, field: str, reason: str) -> None:
+        self.items.append(Problem(self.file, field, reason))
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def raise_if_any(self) -> None:
+        if self.items:
+            raise ValidationError(self.items)
