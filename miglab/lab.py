@@ -1,0 +1,171 @@
+"""The lab a campaign runs on, read from an Ansible YAML inventory (core: no Ansible import).
+
+ESXi hosts are the members of the group ``esxi_hosts``; each describes its hardware with
+``miglab_host_*`` variables (host vars, group vars of ``esxi_hosts`` or ``all``, inline or in the
+inventory folder's ``group_vars/`` and ``host_vars/``)::
+
+    all:
+      children:
+        esxi_hosts:
+          hosts:
+            esxi-01.lab.example:
+              miglab_host_gpus: [{model: A100-PCIE-80GB, count: 4}]
+              miglab_host_cpus: 128            # logical CPUs
+              miglab_host_memory_gb: 1024
+          vars:
+            miglab_host_cpu_overcommit: 2.0    # vCPUs per logical CPU a single scenario may use
+            miglab_host_memory_reserved_gb: 32 # kept for ESXi
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+from miglab import schema, yamlio
+from miglab.catalog import Catalog, UnknownName, load_catalog
+from miglab.errors import Problems
+from miglab.placement import Host, Lab
+
+HOST_GROUP = "esxi_hosts"
+HOST_VARS = {
+    "miglab_host_gpus": None,
+    "miglab_host_cpus": None,
+    "miglab_host_memory_gb": None,
+    "miglab_host_cpu_overcommit": 2.0,
+    "miglab_host_memory_reserved_gb": 32,
+}
+DEFAULT_INVENTORY = Path(__file__).resolve().parent.parent / "inventories" / "sim"
+
+
+def _inventory_file(path: Path) -> Path:
+    if path.is_dir():
+        for name in ("hosts.yml", "hosts.yaml", "inventory.yml", "inventory.yaml"):
+            if (path / name).is_file():
+                return path / name
+    return path
+
+
+def _read_vars_dir(folder: Path, name: str, problems_out: list[Problems]) -> dict:
+    for ext in ("yml", "yaml"):
+        f = folder / f"{name}.{ext}"
+        if f.is_file():
+            p = Problems(str(f))
+            data = yamlio.load_file(f, p)
+            problems_out.append(p)
+            return data if isinstance(data, dict) else {}
+    return {}
+
+
+def _find_hosts(group: dict, name: str, inherited: dict, out: dict, path: str, problems: Problems):
+    """Collect host -> merged vars for hosts under the esxi_hosts group (at any depth)."""
+    if group is None:
+        return
+    if not isinstance(group, dict):
+        problems.add(path, f"group {name!r} must be a mapping")
+        return
+    gvars = dict(inherited)
+    gvars.update(group.get("vars") or {})
+    if name == HOST_GROUP:
+        hosts = group.get("hosts") or {}
+        if not isinstance(hosts, dict):
+            problems.add(f"{path}.hosts", "must be a mapping of host names")
+            hosts = {}
+        for host, hvars in hosts.items():
+            merged = dict(gvars)
+            merged.update(hvars or {})
+            out[str(host)] = (merged, f"{path}.hosts.{host}")
+    for child, body in (group.get("children") or {}).items():
+        _find_hosts(body, child, gvars, out, f"{path}.children.{child}", problems)
+
+
+def load_lab(path: str | Path | None = None, catalog: Catalog | None = None) -> Lab:
+    """Read the lab's ESXi hosts from an inventory file or folder; raises ValidationError."""
+    catalog = catalog or load_catalog()
+    inv_path = Path(path) if path else DEFAULT_INVENTORY
+    if not inv_path.exists():
+        p = Problems(str(inv_path))
+        p.add("", "inventory not found")
+        p.raise_if_any()
+    inv_file = _inventory_file(inv_path)
+    problems = Problems(str(inv_file))
+    data = yamlio.load_file(inv_file, problems)
+    problems.raise_if_any()
+    if not isinstance(data, dict) or "all" not in data:
+        problems.add("all", "a YAML inventory with a top-level 'all' group is required")
+        problems.raise_if_any()
+
+    folder = inv_file.parent
+    extra: list[Problems] = []
+    all_vars = dict(_read_vars_dir(folder / "group_vars", "all", extra))
+    all_vars.update((data["all"] or {}).get("vars") or {})
+    group_vars = _read_vars_dir(folder / "group_vars", HOST_GROUP, extra)
+
+    found: dict[str, tuple[dict, str]] = {}
+    top = dict(data["all"] or {})
+    top["vars"] = all_vars
+    _find_hosts(top, "all", {}, found, "all", problems)
+    for p in extra:
+        problems.items.extend(p.items)
+    if not found and not problems:
+        problems.add(f"all.children.{HOST_GROUP}", "no ESXi hosts: the group has no hosts")
+    hosts = []
+    for name, (hvars, field) in found.items():
+        merged = dict(group_vars)
+        merged.update(hvars)
+        merged.update(_read_vars_dir(folder / "host_vars", name, extra))
+        host = _host(name, merged, field, problems, catalog)
+        if host:
+            hosts.append(host)
+    problems.raise_if_any()
+    return Lab(tuple(hosts), name=inv_path.name, source=str(inv_path))
+
+
+def _host(name: str, hvars: dict, field: str, problems: Problems, catalog: Catalog) -> Host | None:
+    values = {k: hvars.get(k, default) for k, default in HOST_VARS.items()}
+    for key in hvars:
+        if key.startswith("miglab_host_") and key not in HOST_VARS:
+            hint = difflib.get_close_matches(key, list(HOST_VARS), n=1)
+            problems.add(f"{field}.{key}", "unknown variable" + (f"; did you mean {hint[0]!r}?" if hint else ""))
+    ok = True
+    for key in ("miglab_host_gpus", "miglab_host_cpus", "miglab_host_memory_gb"):
+        if values[key] is None:
+            problems.add(f"{field}.{key}", "is required")
+            ok = False
+    if not ok:
+        return None
+    gpus = []
+    raw = values["miglab_host_gpus"]
+    if not isinstance(raw, list) or not raw:
+        problems.add(f"{field}.miglab_host_gpus", "must be a non-empty list of {model, count}")
+        return None
+    for i, item in enumerate(raw):
+        path = f"{field}.miglab_host_gpus[{i}]"
+        if isinstance(item, str):
+            item = {"model": item, "count": 1}
+        if schema.mapping(item, path, problems, required=["model"], optional=["count"]) is None:
+            continue
+        count = schema.integer(item.get("count", 1), f"{path}.count", problems, minimum=1,
+                               maximum=64)
+        try:
+            model = catalog.get(str(item.get("model")))
+        except UnknownName as exc:
+            problems.add(f"{path}.model", str(exc))
+            continue
+        if count:
+            gpus.extend([model] * count)
+    cpus = schema.integer(values["miglab_host_cpus"], f"{field}.miglab_host_cpus", problems,
+                          minimum=1)
+    mem = schema.integer(values["miglab_host_memory_gb"], f"{field}.miglab_host_memory_gb",
+                         problems, minimum=1)
+    over = schema.number(values["miglab_host_cpu_overcommit"],
+                         f"{field}.miglab_host_cpu_overcommit", problems, minimum=1.0)
+    reserved = schema.integer(values["miglab_host_memory_reserved_gb"],
+                              f"{field}.miglab_host_memory_reserved_gb", problems, minimum=0)
+    if mem is not None and reserved is not None and reserved >= mem:
+        problems.add(f"{field}.miglab_host_memory_reserved_gb",
+                     f"{reserved} GB reserved leaves nothing of {mem} GB for VMs")
+        return None
+    if None in (cpus, mem, over, reserved) or not gpus:
+        return None
+    return Host(name, tuple(gpus), cpus, mem, over, reserved)
