@@ -5,7 +5,8 @@ MLPerf runs, each at least LoadGen's minimum duration plus setup. Jobs run at on
 different GPUs and only while the hosts' CPUs are not over-committed by the sharing (a scenario
 alone on a host may use the host's configured over-commit; two sharing a host may not exceed its
 logical CPUs) and reserved memory fits. List scheduling in campaign order (the baseline first)
-gives the plan; the lower bound is max(longest job, GPU-seconds of all jobs / GPUs in the lab).
+gives the plan; the lower bound is the largest of the longest job, GPU-seconds / GPUs and
+CPU-seconds / logical CPUs.
 """
 
 from __future__ import annotations
@@ -113,8 +114,16 @@ def plan_schedule(c: Campaign, lab: Lab) -> Schedule:
     serial = duration * len(done)
     makespan = max((j.end_s for j in done), default=0)
     gpu_seconds = sum(j.duration_s * len(j.packing.gpus) for j in done)
-    lower = max(max((j.duration_s for j in done), default=0),
-                math.ceil(gpu_seconds / max(len(slots), 1)))
+    # A job holds at least min(its vCPUs, the host's CPUs) of each host it uses while it runs.
+    cpu_seconds = sum(
+        j.duration_s * sum(min(v, hosts[h].cpus) for h, v in j.packing.host_vcpus.items())
+        for j in done
+    )
+    lower = max(
+        max((j.duration_s for j in done), default=0),
+        math.ceil(gpu_seconds / max(len(slots), 1)),
+        math.ceil(cpu_seconds / max(sum(h.cpus for h in lab.hosts), 1)),
+    )
     return Schedule(done, serial, makespan, lower, c.schedule.parallel)
 
 

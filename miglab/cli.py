@@ -1,0 +1,262 @@
+"""The ``miglab`` command: thin argument parsing around the core; bad input exits 2."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from miglab import __version__
+from miglab.errors import ValidationError
+
+EXIT_OK, EXIT_FAIL, EXIT_INVALID = 0, 1, 2
+
+
+def _console(stderr: bool = False):
+    from rich.console import Console
+
+    width = None if sys.stdout.isatty() else 140
+    return Console(stderr=stderr, width=width, highlight=False, soft_wrap=False)
+
+
+def _print_json(data) -> None:
+    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+
+
+def _warn(warnings) -> None:
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+
+
+# --- validate / plan -----------------------------------------------------------------------------
+def _load(args):
+    from miglab.campaign import load_campaign
+    from miglab.lab import load_lab
+
+    lab = load_lab(args.inventory)
+    campaign = load_campaign(args.campaign, lab)
+    return campaign, lab
+
+
+def cmd_validate(args) -> int:
+    campaign, lab = _load(args)
+    _warn(campaign.warnings)
+    vms = sum(s.vm_count for s in campaign.scenarios.values())
+    print(f"ok: {campaign.file}: campaign {campaign.name!r}, {len(campaign.scenarios)} scenarios, "
+          f"{vms} VMs, {campaign.gpu.name}; fits lab {lab.source} "
+          f"({len(lab.hosts)} host(s), {sum(len(h.gpus) for h in lab.hosts)} GPU(s))")
+    return EXIT_OK
+
+
+def cmd_plan(args) -> int:
+    from miglab.planning import plan_campaign
+
+    campaign, lab = _load(args)
+    plan = plan_campaign(campaign, lab)
+    _warn(campaign.warnings)
+    if args.json:
+        _print_json(plan.as_json())
+        return EXIT_OK
+    from miglab.report_text import print_plan
+
+    print_plan(plan, _console())
+    return EXIT_OK
+
+
+# --- gpu ----------------------------------------------------------------------------------------
+def cmd_gpu_list(args) -> int:
+    from miglab.catalog import load_catalog
+
+    cat = load_catalog()
+    rows = [{"gpu": m.name, "product_names": list(m.product_names),
+             "pci_device_ids": list(m.pci_device_ids), "mig_profiles": len(m.profiles),
+             "mmio_gb": m.mmio_gb} for m in cat]
+    if args.json:
+        _print_json(rows)
+        return EXIT_OK
+    from rich.table import Table
+
+    t = Table("catalog name", "nvidia-smi name", "PCI id", "MIG profiles", "VM MMIO GB",
+              box=None, pad_edge=False)
+    for r in rows:
+        t.add_row(r["gpu"], ", ".join(r["product_names"]), ", ".join(r["pci_device_ids"]),
+                  str(r["mig_profiles"]), str(r["mmio_gb"]))
+    _console().print(t)
+    return EXIT_OK
+
+
+def _print_profiles(model, as_json: bool) -> int:
+    if as_json:
+        _print_json(model.as_json())
+        return EXIT_OK
+    from rich.table import Table
+
+    t = Table("profile", "id", "compute", "memory GiB", "max", "placements", "size",
+              "vGPU type", title=f"{model.name} ({', '.join(model.product_names) or model.source})",
+              box=None, pad_edge=False, title_justify="left")
+    for p in model.profiles:
+        t.add_row(p.name, str(p.id), str(p.slices), f"{p.memory_gib:.2f}", str(p.max_instances),
+                  "{" + ",".join(map(str, p.placements)) + "}", str(p.placement_size),
+                  model.mig_backed.get(p.name, "-"))
+    _console().print(t)
+    return EXIT_OK
+
+
+def cmd_gpu_profiles(args) -> int:
+    from miglab.catalog import UnknownName, load_catalog
+    from miglab.errors import Problem
+
+    try:
+        model = load_catalog().get(args.gpu)
+    except UnknownName as exc:
+        raise ValidationError([Problem("<command line>", "GPU", str(exc))]) from None
+    return _print_profiles(model, args.json)
+
+
+def cmd_gpu_import_mig(args) -> int:
+    from miglab.importers import model_from_capture_file
+
+    model = model_from_capture_file(Path(args.file), name=args.name)
+    return _print_profiles(model, args.json)
+
+
+def cmd_gpu_fit(args) -> int:
+    from miglab.catalog import UnknownName, load_catalog
+    from miglab.errors import Problem
+    from miglab.placement import explain_no_fit, fit
+
+    problems = []
+    try:
+        model = load_catalog().get(args.gpu)
+    except UnknownName as exc:
+        raise ValidationError([Problem("<command line>", "GPU", str(exc))]) from None
+    profiles = []
+    for i, name in enumerate(args.profiles):
+        try:
+            profiles.append(model.profile(name))
+        except UnknownName as exc:
+            problems.append(Problem("<command line>", f"PROFILE[{i}]", str(exc)))
+    if problems:
+        raise ValidationError(problems)
+    layout = fit(model, profiles)
+    if layout is None:
+        msg = explain_no_fit(model, profiles)
+        if args.json:
+            _print_json({"gpu": model.name, "fits": False, "reason": msg})
+        else:
+            print(f"does not fit on one {model.name}: {msg}")
+        return EXIT_FAIL
+    if args.json:
+        _print_json({"gpu": model.name, "fits": True, **layout.summary()})
+    else:
+        print(layout.render("GPU"))
+        s = layout.summary()
+        print(f"free: {s['free_compute_slices']} compute slices, memory slices "
+              f"{s['free_memory_slices']}, stranded compute slices: "
+              f"{s['stranded_compute_slices']}; can still add: "
+              + (", ".join(f"{n}x {k}" for k, n in s["addable"].items()) or "nothing"))
+    return EXIT_OK
+
+
+def cmd_gpu_mig_parted(args) -> int:
+    from miglab.migparted_export import campaign_to_mig_parted
+    from miglab.migparted import dump
+    from miglab.planning import plan_campaign
+
+    campaign, lab = _load(args)
+    text = dump(campaign_to_mig_parted(plan_campaign(campaign, lab)))
+    if args.output:
+        Path(args.output).write_text(text)
+        print(f"wrote {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+def cmd_gpu_from_mig_parted(args) -> int:
+    from miglab.migparted_export import mig_parted_to_campaign
+
+    sys.stdout.write(mig_parted_to_campaign(Path(args.file), gpu=args.gpu, name=args.name))
+    return EXIT_OK
+
+
+# --- parser -------------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="miglab",
+        description="Plan, build and benchmark MIG-backed vGPU labs on VMware vSphere.",
+    )
+    ap.add_argument("--version", action="version", version=f"miglab {__version__}")
+    sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def campaign_cmd(name, help_, func):
+        p = sub.add_parser(name, help=help_, description=help_)
+        p.add_argument("campaign", metavar="CAMPAIGN", help="campaign YAML file")
+        p.add_argument("-i", "--inventory", metavar="INVENTORY",
+                       help="Ansible YAML inventory of the lab (default: inventories/sim)")
+        p.set_defaults(func=func)
+        return p
+
+    campaign_cmd("validate", "check a campaign (and that it fits the lab); exit 2 when invalid",
+                 cmd_validate)
+    p = campaign_cmd("plan", "where every VM lands, GPU maps, capacity left, schedule", cmd_plan)
+    p.add_argument("--json", action="store_true", help="print the plan as JSON")
+
+    gpu = sub.add_parser("gpu", help="GPU catalog, MIG placement, nvidia-smi and mig-parted files")
+    gsub = gpu.add_subparsers(dest="gpu_command", required=True, metavar="GPU_COMMAND")
+    p = gsub.add_parser("list", help="GPU models in the catalog")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_gpu_list)
+    p = gsub.add_parser("profiles", help="MIG profiles of a GPU model")
+    p.add_argument("gpu", metavar="GPU", help="catalog name, alias, nvidia-smi name or PCI id")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_gpu_profiles)
+    p = gsub.add_parser("import-mig", help="read `nvidia-smi mig -lgip`/`-lgipp` output")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--name", help="GPU name to give the imported model")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_gpu_import_mig)
+    p = gsub.add_parser("fit", help="do these MIG profiles fit on one GPU? (exit 1 when not)")
+    p.add_argument("gpu", metavar="GPU")
+    p.add_argument("profiles", metavar="PROFILE", nargs="+")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_gpu_fit)
+    p = gsub.add_parser("mig-parted", help="export a campaign's MIG layouts as a mig-parted file")
+    p.add_argument("campaign", metavar="CAMPAIGN")
+    p.add_argument("-i", "--inventory", metavar="INVENTORY")
+    p.add_argument("-o", "--output", metavar="FILE")
+    p.set_defaults(func=cmd_gpu_mig_parted)
+    p = gsub.add_parser("from-mig-parted",
+                        help="turn a mig-parted config file into a campaign skeleton")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--gpu", help="GPU model when the file has no device-filter")
+    p.add_argument("--name", default="from-mig-parted", help="campaign name")
+    p.set_defaults(func=cmd_gpu_from_mig_parted)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ValidationError as exc:
+        for problem in exc.problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return EXIT_INVALID
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception as exc:  # a bug, not bad input: say so in one line unless debugging
+        if os.environ.get("MIGLAB_DEBUG"):
+            raise
+        print(f"internal error: {type(exc).__name__}: {exc} (set MIGLAB_DEBUG=1 for details)",
+              file=sys.stderr)
+        return EXIT_FAIL
+
+
+if __name__ == "__main__":
+    sys.exit(main())
