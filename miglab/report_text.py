@@ -13,6 +13,13 @@ def _short(vm_name: str, campaign: str) -> str:
     return vm_name[len(campaign) + 1:] if vm_name.startswith(campaign + "-") else vm_name
 
 
+def _gpus(packing, hosts: int) -> str:
+    """GPU labels of a scenario: "GPU0,GPU1" on a one-host lab, else "host/GPU0"."""
+    if hosts == 1:
+        return ",".join(f"GPU{g.index}" for g in packing.gpus)
+    return ", ".join(f"{g.host.split('.')[0]}/GPU{g.index}" for g in packing.gpus)
+
+
 def print_plan(plan: CampaignPlan, out: Console) -> None:
     c, lab, sch = plan.campaign, plan.lab, plan.schedule
     gpus = sum(len(h.gpus) for h in lab.hosts)
@@ -67,8 +74,7 @@ def print_plan(plan: CampaignPlan, out: Console) -> None:
     for wave_no, wave in enumerate(waves, start=1):
         t.add_row(str(wave_no), fmt_duration(wave[0].start_s),
                   fmt_duration(max(j.end_s for j in wave)),
-                  ", ".join(f"{j.scenario.id} ({', '.join(f'{g.host.split(chr(46))[0]}/GPU{g.index}' for g in j.packing.gpus)})"
-                            for j in wave))
+                  ", ".join(f"{j.scenario.id} ({_gpus(j.packing, len(lab.hosts))})" for j in wave))
     out.print(t)
     first = sch.jobs[0]
     out.print(f"each scenario: {first.runs} MLPerf runs x >= {c.mlperf.min_duration_s} s "

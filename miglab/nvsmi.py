@@ -1,0 +1,597 @@
+"""Parsers for real ``nvidia-smi`` output.
+
+Three inputs are understood, each checked in full before anything is returned; every problem is
+reported as ``FILE: FIELD: reason`` through :class:`~miglab.errors.ValidationError`, where FIELD is
+``line N`` (1-based) for line-oriented text:
+
+* ``nvidia-smi mig -lgip`` and ``nvidia-smi mig -lgipp`` (either, or both concatenated in either
+  order; ``nvidia-smi -L`` lines may be mixed in and name the GPU) -> :func:`parse_mig_profiles`
+* ``nvidia-smi --query-gpu=... --format=csv[,noheader][,nounits]`` -> :func:`parse_query_gpu_csv`
+* ``nvidia-smi -q`` and ``nvidia-smi -q -x`` -> :func:`parse_query`
+
+Only the standard library is used.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+
+from miglab.errors import Problem, Problems, ValidationError
+
+__all__ = [
+    "MigCapture",
+    "parse_mig_profiles",
+    "parse_query",
+    "parse_query_gpu_csv",
+]
+
+# --------------------------------------------------------------------------------------------
+# nvidia-smi mig -lgip / -lgipp
+# --------------------------------------------------------------------------------------------
+
+PROFILE_KEYS = (
+    "name",
+    "id",
+    "slices",
+    "memory_gib",
+    "max_instances",
+    "placements",
+    "placement_size",
+    "engines",
+    "sm",
+)
+ENGINE_KEYS = ("copy", "decoders", "encoders", "jpeg", "ofa")
+
+# Column titles of the -lgip table, mapped to profile / engine keys.
+_ROW1_COLUMNS = {"SM": "sm", "DEC": "decoders", "ENC": "encoders", "CE": "copy"}
+_ROW2_COLUMNS = {"CE": "copy", "JPEG": "jpeg", "OFA": "ofa", "DEC": "decoders", "ENC": "encoders"}
+
+_BORDER_RE = re.compile(r"^\+[-=+]*\+$")
+_RULE_RE = re.compile(r"^\|=+\|$")
+_LGIPP_RE = re.compile(
+    r"^GPU\s+(?P<gpu>\d+)\s+Profile\s+ID\s+(?P<id>\d+)\s+Placements?\s*:\s*"
+    r"\{(?P<starts>[0-9,\s]*)\}\s*:\s*(?P<size>\d+)$"
+)
+_LIST_GPU_RE = re.compile(r"^GPU\s+(?P<gpu>\d+):\s+(?P<name>.+?)\s+\(UUID:\s*[^)]*\)$")
+_LIST_MIG_RE = re.compile(r"^MIG\s+\S+\s+Device\s+\d+:\s+\(UUID:\s*[^)]*\)$")
+_PROFILE_NAME_RE = re.compile(r"^(?:\d+c\.)?(?P<g>\d+)g\.\d+gb(?:[+-][A-Za-z0-9.,]+)?$")
+_NUMBER_RE = re.compile(r"^\d+(?:\.\d+)?$")
+_SKIP: dict = {"skip": True}  # marks the second row of a profile of a GPU that is not kept
+
+
+@dataclass
+class MigCapture:
+    """GPU instance profiles of one GPU, as listed by ``nvidia-smi mig -lgip`` / ``-lgipp``.
+
+    ``gpu_name`` is only known when ``nvidia-smi -L`` lines were part of the capture.
+    Each profile is a dict with the keys of :data:`PROFILE_KEYS`; ``engines`` is a dict with the
+    keys of :data:`ENGINE_KEYS`. A value the capture does not show is ``None``.
+    """
+
+    gpu_name: str | None
+    gpu_index: int
+    profiles: list[dict] = field(default_factory=list)
+
+    def profile(self, name_or_id: str | int) -> dict:
+        """The profile with this name ("1g.10gb") or id (19); KeyError if absent."""
+        for p in self.profiles:
+            if p["id"] == name_or_id or (p["name"] is not None and p["name"] == name_or_id):
+                return p
+        raise KeyError(name_or_id)
+
+
+def _empty_profile(profile_id: int) -> dict:
+    return {
+        "name": None,
+        "id": profile_id,
+        "slices": None,
+        "memory_gib": None,
+        "max_instances": None,
+        "placements": None,
+        "placement_size": None,
+        "engines": dict.fromkeys(ENGINE_KEYS),
+        "sm": None,
+    }
+
+
+def _cells(line: str) -> list[str]:
+    """Whitespace-separated cells of a ``| ... |`` table line."""
+    return line.strip("|").split()
+
+
+def _int_or_none(token: str) -> int | None:
+    if token in ("N/A", "-"):
+        return None
+    return int(token)
+
+
+class _LgipTable:
+    """State of one ``GPU instance profiles:`` table while it is being read."""
+
+    def __init__(self) -> None:
+        self.header1: list[str] | None = None  # column titles after the fixed ones, row 1
+        self.header2: list[str] | None = None  # column titles after Free/Total GiB, row 2
+        self.ruled = False  # the ===== line was seen: data rows follow
+        self.pending: dict | None = None  # profile whose second row may follow
+
+
+def parse_mig_profiles(text: str, file: str = "<capture>") -> MigCapture:
+    """Parse ``nvidia-smi mig -lgip`` and/or ``-lgipp`` output into a :class:`MigCapture`.
+
+    Profiles are merged by profile id, in order of first appearance. When several GPUs are
+    listed only the first GPU index met in the text is kept (``gpu_index``).
+    """
+    problems = Problems(file)
+    profiles: dict[int, dict] = {}
+    names: dict[int, str] = {}
+    seen_lgip: set[int] = set()
+    seen_lgipp: set[int] = set()
+    gpu_index: int | None = None
+    table: _LgipTable | None = None
+
+    def want(gpu: int) -> bool:
+        nonlocal gpu_index
+        if gpu_index is None:
+            gpu_index = gpu
+        return gpu == gpu_index
+
+    def get(profile_id: int) -> dict:
+        if profile_id not in profiles:
+            profiles[profile_id] = _empty_profile(profile_id)
+        return profiles[profile_id]
+
+    if not isinstance(text, str):
+        raise ValidationError([Problem(file, "", "expected text, got " + type(text).__name__)])
+
+    for number, raw in enumerate(text.splitlines(), start=1):
+        where = f"line {number}"
+        line = raw.strip()
+        if not line:
+            continue
+
+        if table is not None:
+            if _BORDER_RE.match(line):
+                if table.pending is not None:
+                    table.pending = None
+                elif table.ruled is False and table.header1 is not None:
+                    problems.add(where, "border line inside the table header")
+                continue
+            if _RULE_RE.match(line):
+                if table.header1 is None or table.header2 is None:
+                    problems.add(where, "'=====' line before the column titles of the table")
+                table.ruled = True
+                continue
+            if line.startswith("|") and line.endswith("|"):
+                cells = _cells(line)
+                if not table.ruled:
+                    _read_lgip_header(table, cells, where, problems)
+                    continue
+                _read_lgip_row(table, cells, where, problems, want, get, seen_lgip)
+                continue
+            table = None  # the table ended; fall through to the other line kinds
+
+        if line == "+" + "-" * (len(line) - 2) + "+" and len(line) > 2:
+            continue  # top border of a table whose title follows
+        if line.startswith("|") and line.endswith("|"):
+            cells = line.strip("|").strip()
+            if cells == "GPU instance profiles:":
+                table = _LgipTable()
+                continue
+            problems.add(where, f"table line outside a 'GPU instance profiles:' table: {raw!r}")
+            continue
+
+        m = _LGIPP_RE.match(line)
+        if m:
+            gpu = int(m["gpu"])
+            if not want(gpu):
+                continue
+            profile_id = int(m["id"])
+            if profile_id in seen_lgipp:
+                problems.add(where, f"profile id {profile_id} is listed twice by -lgipp")
+                continue
+            seen_lgipp.add(profile_id)
+            starts_text = m["starts"].replace(" ", "")
+            try:
+                starts = [int(s) for s in starts_text.split(",")] if starts_text else []
+            except ValueError:
+                problems.add(where, f"placement list is not a list of integers: {m['starts']!r}")
+                continue
+            p = get(profile_id)
+            p["placements"] = starts
+            p["placement_size"] = int(m["size"])
+            continue
+
+        m = _LIST_GPU_RE.match(line)
+        if m:
+            names[int(m["gpu"])] = m["name"]
+            continue
+        if _LIST_MIG_RE.match(line):
+            continue
+
+        problems.add(where, f"not nvidia-smi mig -lgip/-lgipp output: {raw.strip()!r}")
+
+    if not problems and not profiles:
+        problems.add("", "no GPU instance profiles found (not nvidia-smi mig -lgip/-lgipp output)")
+    problems.raise_if_any()
+    assert gpu_index is not None
+    return MigCapture(
+        gpu_name=names.get(gpu_index), gpu_index=gpu_index, profiles=list(profiles.values())
+    )
+
+
+def _read_lgip_header(table: _LgipTable, cells: list[str], where: str, problems: Problems) -> None:
+    """Column titles: 'GPU Name ID Instances Memory P2P SM DEC ENC' then 'Free/Total GiB CE ...'."""
+    if cells[:2] == ["GPU", "Name"]:
+        fixed = ["GPU", "Name", "ID", "Instances", "Memory", "P2P"]
+        if cells[: len(fixed)] != fixed:
+            problems.add(where, f"unexpected column titles: {' '.join(cells)!r}")
+            return
+        table.header1 = cells[len(fixed) :]
+        return
+    if cells[:2] == ["Free/Total", "GiB"]:
+        table.header2 = cells[2:]
+        return
+    problems.add(where, f"unexpected line in the table header: {' '.join(cells)!r}")
+
+
+def _read_lgip_row(table, cells, where, problems, want, get, seen) -> None:
+    """One data row of the -lgip table: the profile row, or the engines row under it."""
+    header1 = table.header1 or []
+    header2 = table.header2 or []
+    if len(cells) >= 2 and cells[1] == "MIG":
+        # GPU  MIG <name>  ID  free/total  GiB  P2P  <header1 columns...>
+        expected = 7 + len(header1)
+        if len(cells) != expected:
+            problems.add(where, f"expected {expected} cells in a profile row, got {len(cells)}")
+            table.pending = None
+            return
+        gpu_t, _, name, id_t, inst_t, mem_t, _p2p, *rest = cells
+        if not (gpu_t.isdigit() and id_t.isdigit()):
+            problems.add(where, "GPU index and profile ID must be integers")
+            table.pending = None
+            return
+        if not want(int(gpu_t)):
+            table.pending = _SKIP  # swallow this GPU's second row
+            return
+        slices_m = _PROFILE_NAME_RE.match(name)
+        if not slices_m:
+            problems.add(where, f"not a MIG profile name: {name!r}")
+        inst = inst_t.split("/")
+        if len(inst) != 2 or not all(part.isdigit() for part in inst):
+            problems.add(where, f"instances must be FREE/TOTAL, got {inst_t!r}")
+            inst = ["", ""]
+        if not _NUMBER_RE.match(mem_t):
+            problems.add(where, f"memory must be a number of GiB, got {mem_t!r}")
+        profile_id = int(id_t)
+        if profile_id in seen:
+            problems.add(where, f"profile id {profile_id} is listed twice by -lgip")
+            table.pending = _SKIP
+            return
+        seen.add(profile_id)
+        p = get(profile_id)
+        p["name"] = name
+        p["slices"] = int(slices_m["g"]) if slices_m else None
+        p["memory_gib"] = float(mem_t) if _NUMBER_RE.match(mem_t) else None
+        p["max_instances"] = int(inst[1]) if inst[1] else None
+        for title, token in zip(header1, rest, strict=True):
+            key = _ROW1_COLUMNS.get(title)
+            if key is None:
+                continue
+            try:
+                value = _int_or_none(token)
+            except ValueError:
+                problems.add(where, f"{title} must be an integer, got {token!r}")
+                continue
+            if key == "sm":
+                p["sm"] = value
+            else:
+                p["engines"][key] = value
+        table.pending = p
+        return
+    if table.pending is None:
+        problems.add(where, f"unexpected row in the profile table: {' '.join(cells)!r}")
+        return
+    if table.pending is _SKIP:
+        table.pending = None
+        return  # second row of a skipped GPU's profile
+    if len(cells) != len(header2):
+        problems.add(where, f"expected {len(header2)} cells in the engines row, got {len(cells)}")
+        table.pending = None
+        return
+    for title, token in zip(header2, cells, strict=True):
+        key = _ROW2_COLUMNS.get(title)
+        if key is None:
+            continue
+        try:
+            table.pending["engines"][key] = _int_or_none(token)
+        except ValueError:
+            problems.add(where, f"{title} must be an integer, got {token!r}")
+    table.pending = None
+
+
+# --------------------------------------------------------------------------------------------
+# nvidia-smi --query-gpu=... --format=csv
+# --------------------------------------------------------------------------------------------
+
+_FIELD_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
+_HEADER_CELL_RE = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_.]*)(?:\s+\[(?P<unit>[^\]]+)\])?$")
+_NOT_AVAILABLE = {"[N/A]", "N/A", "[Not Supported]"}
+
+
+def parse_query_gpu_csv(
+    text: str, file: str = "<capture>", fields: list[str] | None = None
+) -> list[dict]:
+    """Parse ``nvidia-smi --query-gpu=... --format=csv`` output: one dict per GPU.
+
+    With a header line (the default), keys are the header names without their units
+    ("memory.total [MiB]" -> "memory.total") and a value's trailing unit is dropped when the header
+    names it ("143771 MiB" -> "143771"), so ``csv`` and ``csv,nounits`` give the same dicts.
+    For ``noheader`` output pass ``fields``, the names given to ``--query-gpu``. Values are strings,
+    stripped; "[N/A]" (and "N/A", "[Not Supported]") become None; "Enabled"/"Disabled" stay.
+    """
+    problems = Problems(file)
+    lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    if not lines:
+        problems.add("", "empty: no nvidia-smi --query-gpu CSV output")
+        problems.raise_if_any()
+
+    units: list[str | None]
+    if fields is None:
+        number, header = lines[0]
+        names: list[str] = []
+        units = []
+        for cell in header.split(","):
+            m = _HEADER_CELL_RE.match(cell.strip())
+            if not m:
+                problems.add(
+                    f"line {number}",
+                    f"not a --query-gpu CSV header (field name expected, got {cell.strip()!r})",
+                )
+                continue
+            names.append(m["name"])
+            units.append(m["unit"])
+        problems.raise_if_any()
+        rows = lines[1:]
+    else:
+        for name in fields:
+            if not isinstance(name, str) or not _FIELD_NAME_RE.match(name):
+                problems.add("fields", f"not a --query-gpu field name: {name!r}")
+        problems.raise_if_any()
+        names = list(fields)
+        units = [None] * len(names)
+        rows = lines
+
+    if len(set(names)) != len(names):
+        problems.add("", "a field is named twice in the header")
+    result: list[dict] = []
+    for number, line in rows:
+        values = [v.strip() for v in line.split(",")]
+        if len(values) != len(names):
+            problems.add(
+                f"line {number}", f"expected {len(names)} comma-separated values, got {len(values)}"
+            )
+            continue
+        row: dict = {}
+        for name, unit, value in zip(names, units, values, strict=True):
+            if value in _NOT_AVAILABLE:
+                row[name] = None
+                continue
+            if unit and value.endswith(" " + unit):
+                value = value[: -len(unit) - 1].rstrip()
+            row[name] = value
+        result.append(row)
+    if not problems and not result:
+        problems.add("", "no GPU rows in the --query-gpu CSV output")
+    problems.raise_if_any()
+    return result
+
+
+# --------------------------------------------------------------------------------------------
+# nvidia-smi -q / -q -x
+# --------------------------------------------------------------------------------------------
+
+QUERY_KEYS = (
+    "pci_bus_id",
+    "product_name",
+    "product_architecture",
+    "driver_version",
+    "cuda_version",
+    "mig_mode_current",
+    "mig_mode_pending",
+    "virtualization_mode",
+    "host_vgpu_mode",
+    "pci_device_id",
+    "device_id",
+    "vendor_id",
+    "pci_sub_system_id",
+    "fb_memory_total_mib",
+    "serial",
+    "uuid",
+)
+
+_GPU_SECTION_RE = re.compile(
+    r"^GPU\s+(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])$"
+)
+_KV_RE = re.compile(r"^(?P<key>\S.*?)\s+:\s?(?P<value>.*)$")
+_HEX32_RE = re.compile(r"^(?:0x)?(?P<hex>[0-9A-Fa-f]{8})$")
+_MIB_RE = re.compile(r"^(?P<n>\d+)\s*MiB$")
+
+# (path inside a GPU section of `nvidia-smi -q`) -> result key
+_TEXT_PATHS = {
+    ("Product Name",): "product_name",
+    ("Product Architecture",): "product_architecture",
+    ("MIG Mode", "Current"): "mig_mode_current",
+    ("MIG Mode", "Pending"): "mig_mode_pending",
+    ("GPU Virtualization Mode", "Virtualization Mode"): "virtualization_mode",
+    ("GPU Virtualization Mode", "Host VGPU Mode"): "host_vgpu_mode",
+    ("PCI", "Device Id"): "pci_device_id",
+    ("PCI", "Sub System Id"): "pci_sub_system_id",
+    ("FB Memory Usage", "Total"): "fb_memory_total_mib",
+    ("Serial Number",): "serial",
+    ("GPU UUID",): "uuid",
+}
+# element path inside <gpu> of `nvidia-smi -q -x` -> result key
+_XML_PATHS = {
+    "product_name": "product_name",
+    "product_architecture": "product_architecture",
+    "mig_mode/current_mig": "mig_mode_current",
+    "mig_mode/pending_mig": "mig_mode_pending",
+    "gpu_virtualization_mode/virtualization_mode": "virtualization_mode",
+    "gpu_virtualization_mode/host_vgpu_mode": "host_vgpu_mode",
+    "pci/pci_device_id": "pci_device_id",
+    "pci/pci_sub_system_id": "pci_sub_system_id",
+    "fb_memory_usage/total": "fb_memory_total_mib",
+    "serial": "serial",
+    "uuid": "uuid",
+}
+
+
+def parse_query(text: str, file: str = "<capture>") -> list[dict]:
+    """Parse ``nvidia-smi -q`` (or ``-q -x``) output: one dict per GPU with :data:`QUERY_KEYS`.
+
+    ``pci_device_id`` is the 32-bit id as printed ("0x233510DE"), ``device_id`` its upper 16 bits
+    ("0x2335") and ``vendor_id`` the lower ("0x10DE"). "N/A" values become None;
+    ``fb_memory_total_mib`` is an int. Sections this parser does not know are ignored.
+    """
+    stripped = text.lstrip()
+    if stripped.startswith("<"):
+        gpus = _parse_query_xml(text, file)
+    else:
+        gpus = _parse_query_text(text, file)
+    problems = Problems(file)
+    for n, gpu in enumerate(gpus):
+        _finish_gpu(gpu, f"gpu[{n}]", problems)
+    problems.raise_if_any()
+    return gpus
+
+
+def _new_gpu(bus_id: str, driver: str | None, cuda: str | None) -> dict:
+    gpu = dict.fromkeys(QUERY_KEYS)
+    gpu["pci_bus_id"] = bus_id
+    gpu["driver_version"] = driver
+    gpu["cuda_version"] = cuda
+    return gpu
+
+
+def _finish_gpu(gpu: dict, where: str, problems: Problems) -> None:
+    """Normalise raw strings: N/A -> None, ids to 0x-prefixed upper hex, MiB to int."""
+    for key in QUERY_KEYS:
+        if isinstance(gpu[key], str):
+            gpu[key] = gpu[key].strip()
+            if gpu[key] in ("N/A", "", "None") and key not in ("product_name", "pci_bus_id"):
+                gpu[key] = None
+    if gpu["product_name"] in (None, ""):
+        problems.add(f"{where}.product_name", "missing: not nvidia-smi -q output")
+    for key in ("pci_device_id", "pci_sub_system_id"):
+        value = gpu[key]
+        if value is None:
+            continue
+        m = _HEX32_RE.match(value)
+        if not m:
+            problems.add(f"{where}.{key}", f"not a 32-bit PCI id: {value!r}")
+            gpu[key] = None
+            continue
+        gpu[key] = "0x" + m["hex"].upper()
+    if gpu["pci_device_id"] is not None:
+        gpu["device_id"] = gpu["pci_device_id"][:6]
+        gpu["vendor_id"] = "0x" + gpu["pci_device_id"][6:]
+    total = gpu["fb_memory_total_mib"]
+    if total is not None:
+        m = _MIB_RE.match(str(total))
+        if not m:
+            problems.add(f"{where}.fb_memory_total_mib", f"not a MiB amount: {total!r}")
+            gpu["fb_memory_total_mib"] = None
+        else:
+            gpu["fb_memory_total_mib"] = int(m["n"])
+
+
+def _parse_query_text(text: str, file: str) -> list[dict]:
+    problems = Problems(file)
+    driver = cuda = None
+    gpus: list[dict] = []
+    current: dict | None = None
+    stack: list[tuple[int, str]] = []  # (indent, section title) inside the current GPU
+    saw_banner = False
+
+    for raw in text.splitlines():
+        if not raw.strip():
+            continue
+        line = raw.rstrip()
+        indent = len(line) - len(line.lstrip(" "))
+        body = line.strip()
+        if body.startswith("=") and "NVSMI LOG" in body:
+            saw_banner = True
+            continue
+        m = _GPU_SECTION_RE.match(body)
+        if indent == 0 and m:
+            current = _new_gpu(m["bus"], driver, cuda)
+            gpus.append(current)
+            stack = []
+            continue
+        kv = _KV_RE.match(body)
+        if indent == 0:
+            current = None
+            stack = []
+            if kv:
+                if kv["key"] == "Driver Version":
+                    driver = kv["value"].strip()
+                elif kv["key"] == "CUDA Version":
+                    cuda = kv["value"].strip()
+            continue
+        if current is None:
+            continue  # an indented section outside any GPU (e.g. units): not ours
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        path = tuple(title for _, title in stack)
+        if kv:
+            key = _TEXT_PATHS.get(path + (kv["key"].strip(),))
+            if key is not None and current[key] is None:
+                current[key] = kv["value"]
+        else:
+            stack.append((indent, body))
+
+    if not gpus:
+        if saw_banner:
+            problems.add("", "no 'GPU <bus id>' section: no GPU in this nvidia-smi -q output")
+        else:
+            problems.add("", "not nvidia-smi -q output (no NVSMI LOG banner, no GPU section)")
+    problems.raise_if_any()
+    return gpus
+
+
+def _parse_query_xml(text: str, file: str) -> list[dict]:
+    problems = Problems(file)
+    if "<!ENTITY" in text:
+        problems.add("", "XML entity declarations are not accepted")
+        problems.raise_if_any()
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as exc:
+        line, _column = getattr(exc, "position", (0, 0))
+        problems.add(f"line {line}" if line else "", f"not well-formed XML: {exc}")
+        problems.raise_if_any()
+    if root.tag != "nvidia_smi_log":
+        problems.add("", f"not nvidia-smi -q -x output (root element <{root.tag}>)")
+        problems.raise_if_any()
+    driver = (root.findtext("driver_version") or "").strip() or None
+    cuda = (root.findtext("cuda_version") or "").strip() or None
+    gpus: list[dict] = []
+    for n, element in enumerate(root.findall("gpu")):
+        bus = element.get("id")
+        if not bus:
+            bus = (element.findtext("pci/pci_bus_id") or "").strip()
+        if not bus:
+            problems.add(f"gpu[{n}]", "no PCI bus id (<gpu id=...>)")
+            continue
+        gpu = _new_gpu(bus, driver, cuda)
+        for path, key in _XML_PATHS.items():
+            value = element.findtext(path)
+            if value is not None:
+                gpu[key] = value.strip()
+        gpus.append(gpu)
+    if not gpus and not problems:
+        problems.add("", "no <gpu> element in this nvidia-smi -q -x output")
+    problems.raise_if_any()
+    return gpus

@@ -1,0 +1,80 @@
+"""The lab inventory: hosts and GPUs from an Ansible YAML inventory, strict validation."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from miglab.errors import ValidationError
+from miglab.lab import load_lab
+
+INV = textwrap.dedent("""\
+    all:
+      children:
+        esxi_hosts:
+          hosts:
+            h1:
+              miglab_host_gpus: [{model: A100-PCIE-80GB, count: 2}, H100-PCIE-80GB]
+              miglab_host_cpus: 64
+              miglab_host_memory_gb: 512
+          vars:
+            miglab_host_cpu_overcommit: 1.5
+""")
+
+
+def test_sim_lab_is_the_seed_host(sim_lab):
+    (host,) = sim_lab.hosts
+    assert [g.name for g in host.gpus] == ["A100-PCIE-80GB"] * 4
+    assert host.cpus == 128 and host.memory_gb == 1024
+
+
+def test_inventory_file_group_vars_and_host_vars(tmp_path):
+    (tmp_path / "hosts.yml").write_text(INV)
+    (tmp_path / "host_vars").mkdir()
+    (tmp_path / "host_vars" / "h1.yml").write_text("miglab_host_cpus: 96\n")
+    lab = load_lab(tmp_path)
+    (h,) = lab.hosts
+    assert [g.name for g in h.gpus] == ["A100-PCIE-80GB", "A100-PCIE-80GB", "H100-PCIE-80GB"]
+    assert h.cpus == 96 and h.cpu_overcommit == 1.5 and h.vcpu_capacity == 144
+
+
+@pytest.mark.parametrize(
+    "edit, field, words",
+    [
+        (("model: A100-PCIE-80GB", "model: A999"), "miglab_host_gpus[0].model", "unknown GPU"),
+        (("count: 2", "count: 0"), "miglab_host_gpus[0].count", "at least 1"),
+        (("miglab_host_cpus: 64", "miglab_host_cpus: lots"), "miglab_host_cpus", "integer"),
+        (("miglab_host_cpus: 64", "miglab_host_cpu: 64"), "miglab_host_cpu",
+         "did you mean 'miglab_host_cpus'"),
+        (("          miglab_host_memory_gb: 512\n", ""), "miglab_host_memory_gb",
+         "is required"),
+        (("miglab_host_cpu_overcommit: 1.5", "miglab_host_cpu_overcommit: 0.5"),
+         "miglab_host_cpu_overcommit", "at least 1.0"),
+    ],
+)
+def test_bad_inventory(tmp_path, edit, field, words):
+    f = tmp_path / "hosts.yml"
+    f.write_text(INV.replace(*edit))
+    with pytest.raises(ValidationError) as info:
+        load_lab(f)
+    lines = [str(p) for p in info.value.problems]
+    assert any(line.startswith(f"{f}: ") and field in line and words in line for line in lines), \
+        lines
+
+
+def test_inventory_without_hosts(tmp_path):
+    f = tmp_path / "hosts.yml"
+    f.write_text("all:\n  children:\n    esxi_hosts:\n      hosts: {}\n")
+    with pytest.raises(ValidationError, match="no ESXi hosts"):
+        load_lab(f)
+
+
+def test_campaign_gpu_missing_from_lab(tmp_path, catalog):
+    from conftest import SEED
+    from miglab.campaign import load_campaign
+
+    f = tmp_path / "hosts.yml"
+    f.write_text(INV.replace("A100-PCIE-80GB", "H200-SXM").replace("H100-PCIE-80GB", "H200-SXM"))
+    with pytest.raises(ValidationError, match="has no A100-PCIE-80GB"):
+        load_campaign(SEED, load_lab(f))
