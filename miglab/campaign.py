@@ -20,9 +20,24 @@ from miglab.placement import Lab, PackError, VmRequest, pack
 
 SUPPORTED_VERSIONS = (1,)
 MLPERF_BENCHMARKS = (
-    "resnet50", "retinanet", "ssd-resnet34", "ssd-mobilenet", "bert-99", "bert-99.9", "rnnt",
-    "3d-unet-99", "3d-unet-99.9", "dlrm-99", "dlrm-99.9", "dlrm-v2-99", "dlrm-v2-99.9",
-    "gptj-99", "gptj-99.9", "llama2-70b-99", "llama2-70b-99.9", "stable-diffusion-xl",
+    "resnet50",
+    "retinanet",
+    "ssd-resnet34",
+    "ssd-mobilenet",
+    "bert-99",
+    "bert-99.9",
+    "rnnt",
+    "3d-unet-99",
+    "3d-unet-99.9",
+    "dlrm-99",
+    "dlrm-99.9",
+    "dlrm-v2-99",
+    "dlrm-v2-99.9",
+    "gptj-99",
+    "gptj-99.9",
+    "llama2-70b-99",
+    "llama2-70b-99.9",
+    "stable-diffusion-xl",
 )
 MLPERF_SCENARIOS = ("Offline", "Server", "SingleStream", "MultiStream")
 MLPERF_MIN_DURATION_S = 600  # LoadGen's min_duration for datacenter performance runs (mlperf.conf)
@@ -71,8 +86,9 @@ class Scenario:
         for vgpu, n in self.vgpus:
             for _ in range(n):
                 k += 1
-                out.append(VmRequest(f"{campaign}-{self.id}-vm{k}", vgpu, self.vm.vcpus,
-                                     self.vm.memory_gb))
+                out.append(
+                    VmRequest(f"{campaign}-{self.id}-vm{k}", vgpu, self.vm.vcpus, self.vm.memory_gb)
+                )
         return out
 
     def describe(self) -> str:
@@ -96,8 +112,9 @@ class Campaign:
         return scenario.vm.mmio_gb or self.gpu.mmio_gb or 64
 
 
-def load_campaign(path: str | Path, lab: Lab | None = None,
-                  catalog: Catalog | None = None) -> Campaign:
+def load_campaign(
+    path: str | Path, lab: Lab | None = None, catalog: Catalog | None = None
+) -> Campaign:
     """Read and validate a campaign file; with ``lab``, also check every scenario fits it."""
     catalog = catalog or load_catalog()
     file = str(path)
@@ -107,25 +124,35 @@ def load_campaign(path: str | Path, lab: Lab | None = None,
     return parse_campaign(data, file, catalog, lab, base_dir=Path(path).parent)
 
 
-def parse_campaign(data, file: str, catalog: Catalog, lab: Lab | None = None,
-                   base_dir: Path | None = None) -> Campaign:
+def parse_campaign(
+    data, file: str, catalog: Catalog, lab: Lab | None = None, base_dir: Path | None = None
+) -> Campaign:
     p = Problems(file)
     warnings: list[str] = []
     top = schema.mapping(
-        data, "", p,
+        data,
+        "",
+        p,
         required=["version", "name", "gpu", "mlperf", "scenarios"],
         optional=["description", "vm", "schedule", "gpu_capture"],
     )
     if top is None:
         p.raise_if_any()
     version = top.get("version")
-    if "version" in top:
-        if isinstance(version, bool) or version not in SUPPORTED_VERSIONS:
-            p.add("version", f"unsupported version {version!r}; this miglab reads version 1")
-            p.raise_if_any()  # nothing else can be trusted under an unknown version
-    name = schema.string(top.get("name"), "name", p, pattern=NAME_PATTERN,
-                         hint="lower-case letters, digits and '-', at most 40 characters "
-                              "(it prefixes VM names)") if "name" in top else None
+    if "version" in top and (isinstance(version, bool) or version not in SUPPORTED_VERSIONS):
+        p.add("version", f"unsupported version {version!r}; this miglab reads version 1")
+        p.raise_if_any()  # nothing else can be trusted under an unknown version
+    name = (
+        schema.string(
+            top.get("name"),
+            "name",
+            p,
+            pattern=NAME_PATTERN,
+            hint="lower-case letters, digits and '-', at most 40 characters (it prefixes VM names)",
+        )
+        if "name" in top
+        else None
+    )
     description = top.get("description", "")
     if not isinstance(description, str):
         p.add("description", "must be a string")
@@ -139,21 +166,27 @@ def parse_campaign(data, file: str, catalog: Catalog, lab: Lab | None = None,
     raw_scen = top.get("scenarios")
     if "scenarios" in top:
         if not isinstance(raw_scen, dict) or not raw_scen:
-            p.add("scenarios", f"must be a non-empty mapping of scenario ids, got "
-                               f"{schema.type_name(raw_scen)}")
+            p.add(
+                "scenarios",
+                f"must be a non-empty mapping of scenario ids, got {schema.type_name(raw_scen)}",
+            )
         else:
             for sid, body in raw_scen.items():
                 s = _scenario(sid, body, p, gpu, vm_default, catalog)
                 if s:
                     scenarios[s.id] = s
 
-    mlperf = _mlperf(top.get("mlperf"), p, raw_scen if isinstance(raw_scen, dict) else {}) \
-        if "mlperf" in top else None
+    mlperf = (
+        _mlperf(top.get("mlperf"), p, raw_scen if isinstance(raw_scen, dict) else {})
+        if "mlperf" in top
+        else None
+    )
     sched = _schedule(top.get("schedule"), p) if "schedule" in top else ScheduleSpec()
     p.raise_if_any()
 
-    campaign = Campaign(file, version, name, gpu, vm_default, mlperf, scenarios, sched,
-                        description or "")
+    campaign = Campaign(
+        file, version, name, gpu, vm_default, mlperf, scenarios, sched, description or ""
+    )
     warnings.extend(_mmio_warnings(campaign))
     if lab is not None:
         check_fits(campaign, lab)
@@ -192,29 +225,37 @@ def _gpu(top: dict, p: Problems, catalog: Catalog, base_dir: Path | None) -> Gpu
 def _vm(raw, path: str, p: Problems, base: VmSpec) -> VmSpec | None:
     if schema.mapping(raw, path, p, optional=["vcpus", "memory_gb", "mmio_gb"]) is None:
         return None
-    vcpus = schema.integer(raw.get("vcpus", base.vcpus), f"{path}.vcpus", p, minimum=1,
-                           maximum=768)
-    mem = schema.integer(raw.get("memory_gb", base.memory_gb), f"{path}.memory_gb", p, minimum=1,
-                         maximum=24576)
+    vcpus = schema.integer(raw.get("vcpus", base.vcpus), f"{path}.vcpus", p, minimum=1, maximum=768)
+    mem = schema.integer(
+        raw.get("memory_gb", base.memory_gb), f"{path}.memory_gb", p, minimum=1, maximum=24576
+    )
     mmio = raw.get("mmio_gb", base.mmio_gb)
     if mmio is not None:
         mmio = schema.integer(mmio, f"{path}.mmio_gb", p, minimum=1, maximum=16384)
         if mmio is not None and mmio & (mmio - 1):
-            p.add(f"{path}.mmio_gb", f"{mmio} is not a power of two (ESXi sizes the 64-bit MMIO "
-                                     "window in powers of two GB)")
+            p.add(
+                f"{path}.mmio_gb",
+                f"{mmio} is not a power of two (ESXi sizes the 64-bit MMIO "
+                "window in powers of two GB)",
+            )
     if vcpus is None or mem is None:
         return None
     return VmSpec(vcpus, mem, mmio)
 
 
-def _scenario(sid, body, p: Problems, gpu: GpuModel | None, vm_default: VmSpec,
-              catalog: Catalog) -> Scenario | None:
+def _scenario(
+    sid, body, p: Problems, gpu: GpuModel | None, vm_default: VmSpec, catalog: Catalog
+) -> Scenario | None:
     path = f"scenarios.{sid}"
     if not isinstance(sid, str) or not re.fullmatch(SCENARIO_ID_PATTERN, sid):
         p.add(path, f"scenario id {sid!r} must be letters, digits, '_' or '-' (at most 32)")
         return None
-    if schema.mapping(body, path, p, required=["vgpus"],
-                      optional=["vm", "max_gpus", "description"]) is None:
+    if (
+        schema.mapping(
+            body, path, p, required=["vgpus"], optional=["vm", "max_gpus", "description"]
+        )
+        is None
+    ):
         return None
     vm = vm_default
     if "vm" in body:
@@ -229,8 +270,10 @@ def _scenario(sid, body, p: Problems, gpu: GpuModel | None, vm_default: VmSpec,
     if raw is None:
         return None
     if not isinstance(raw, dict) or not raw:
-        p.add(f"{path}.vgpus", f"must be a non-empty mapping of profile: count, got "
-                               f"{schema.type_name(raw)}")
+        p.add(
+            f"{path}.vgpus",
+            f"must be a non-empty mapping of profile: count, got {schema.type_name(raw)}",
+        )
         return None
     vgpus: list[tuple[MigProfile | TimeSlicedType, int]] = []
     seen: dict[str, str] = {}
@@ -243,8 +286,12 @@ def _scenario(sid, body, p: Problems, gpu: GpuModel | None, vm_default: VmSpec,
             v = gpu.find_vgpu(str(prof))
         except UnknownName as exc:
             other = _other_gpu(str(prof), gpu, catalog)
-            p.add(fpath, f"{prof!r} is a vGPU of {other}, not of the campaign's GPU {gpu.name}"
-                  if other else str(exc))
+            p.add(
+                fpath,
+                f"{prof!r} is a vGPU of {other}, not of the campaign's GPU {gpu.name}"
+                if other
+                else str(exc),
+            )
             continue
         if v.name in seen:
             p.add(fpath, f"same vGPU as {seen[v.name]!r}: {v.name} is listed twice")
@@ -257,8 +304,13 @@ def _scenario(sid, body, p: Problems, gpu: GpuModel | None, vm_default: VmSpec,
     kinds = {isinstance(v, MigProfile) for v, _ in vgpus}
     if len(kinds) > 1 and max_gpus == 1:
         p.add(f"{path}.vgpus", "mixes MIG-backed and time-sliced vGPUs, which cannot share a GPU")
-    vgpus.sort(key=lambda x: (isinstance(x[0], TimeSlicedType),
-                              -getattr(x[0], "placement_size", 0), x[0].name))
+    vgpus.sort(
+        key=lambda x: (
+            isinstance(x[0], TimeSlicedType),
+            -getattr(x[0], "placement_size", 0),
+            x[0].name,
+        )
+    )
     return Scenario(sid, tuple(vgpus), vm, max_gpus, str(body.get("description", "")))
 
 
@@ -276,24 +328,45 @@ def _other_gpu(name: str, gpu: GpuModel, catalog: Catalog) -> str | None:
 
 def _mlperf(raw, p: Problems, scenarios: dict) -> MlperfSpec | None:
     path = "mlperf"
-    if schema.mapping(raw, path, p, required=["benchmarks", "scenarios", "runs", "baseline"],
-                      optional=["min_duration_s"]) is None:
+    if (
+        schema.mapping(
+            raw,
+            path,
+            p,
+            required=["benchmarks", "scenarios", "runs", "baseline"],
+            optional=["min_duration_s"],
+        )
+        is None
+    ):
         return None
-    benches = schema.choice_list(raw.get("benchmarks"), f"{path}.benchmarks", p,
-                                 MLPERF_BENCHMARKS) if "benchmarks" in raw else None
-    scens = schema.choice_list(raw.get("scenarios"), f"{path}.scenarios", p,
-                               MLPERF_SCENARIOS) if "scenarios" in raw else None
-    runs = schema.integer(raw.get("runs"), f"{path}.runs", p, minimum=1, maximum=100) \
-        if "runs" in raw else None
+    benches = (
+        schema.choice_list(raw.get("benchmarks"), f"{path}.benchmarks", p, MLPERF_BENCHMARKS)
+        if "benchmarks" in raw
+        else None
+    )
+    scens = (
+        schema.choice_list(raw.get("scenarios"), f"{path}.scenarios", p, MLPERF_SCENARIOS)
+        if "scenarios" in raw
+        else None
+    )
+    runs = (
+        schema.integer(raw.get("runs"), f"{path}.runs", p, minimum=1, maximum=100)
+        if "runs" in raw
+        else None
+    )
     baseline = raw.get("baseline")
     if "baseline" in raw:
         if not isinstance(baseline, str):
             p.add(f"{path}.baseline", f"must be a scenario id, got {schema.type_name(baseline)}")
         elif baseline not in scenarios:
-            p.add(f"{path}.baseline", f"scenario {baseline!r} is not defined under scenarios "
-                                      f"(defined: {', '.join(map(str, scenarios)) or 'none'})")
-    dur = schema.integer(raw.get("min_duration_s", MLPERF_MIN_DURATION_S),
-                         f"{path}.min_duration_s", p, minimum=1)
+            p.add(
+                f"{path}.baseline",
+                f"scenario {baseline!r} is not defined under scenarios "
+                f"(defined: {', '.join(map(str, scenarios)) or 'none'})",
+            )
+    dur = schema.integer(
+        raw.get("min_duration_s", MLPERF_MIN_DURATION_S), f"{path}.min_duration_s", p, minimum=1
+    )
     if None in (benches, scens, runs, dur) or not isinstance(baseline, str):
         return None
     return MlperfSpec(tuple(benches), tuple(scens), runs, baseline, dur)
@@ -302,14 +375,16 @@ def _mlperf(raw, p: Problems, scenarios: dict) -> MlperfSpec | None:
 def _schedule(raw, p: Problems) -> ScheduleSpec:
     path = "schedule"
     d = ScheduleSpec()
-    if schema.mapping(raw, path, p, optional=["parallel", "run_setup_s",
-                                              "scenario_setup_s"]) is None:
+    if (
+        schema.mapping(raw, path, p, optional=["parallel", "run_setup_s", "scenario_setup_s"])
+        is None
+    ):
         return d
     par = schema.boolean(raw.get("parallel", d.parallel), f"{path}.parallel", p)
-    rs = schema.integer(raw.get("run_setup_s", d.run_setup_s), f"{path}.run_setup_s", p,
-                        minimum=0)
-    ss = schema.integer(raw.get("scenario_setup_s", d.scenario_setup_s),
-                        f"{path}.scenario_setup_s", p, minimum=0)
+    rs = schema.integer(raw.get("run_setup_s", d.run_setup_s), f"{path}.run_setup_s", p, minimum=0)
+    ss = schema.integer(
+        raw.get("scenario_setup_s", d.scenario_setup_s), f"{path}.scenario_setup_s", p, minimum=0
+    )
     if None in (par, rs, ss):
         return d
     return ScheduleSpec(par, rs, ss)
@@ -321,12 +396,16 @@ def _mmio_warnings(c: Campaign) -> list[str]:
     if not need:
         return out
     if c.vm.mmio_gb and c.vm.mmio_gb < need:
-        out.append(f"{c.file}: vm.mmio_gb: {c.vm.mmio_gb} GB is below the {need} GB NVIDIA "
-                   f"documents for a VM with a vGPU on {c.gpu.name}")
+        out.append(
+            f"{c.file}: vm.mmio_gb: {c.vm.mmio_gb} GB is below the {need} GB NVIDIA "
+            f"documents for a VM with a vGPU on {c.gpu.name}"
+        )
     for s in c.scenarios.values():
         if s.vm.mmio_gb and s.vm.mmio_gb < need and s.vm.mmio_gb != c.vm.mmio_gb:
-            out.append(f"{c.file}: scenarios.{s.id}.vm.mmio_gb: {s.vm.mmio_gb} GB is below the "
-                       f"{need} GB NVIDIA documents for {c.gpu.name}")
+            out.append(
+                f"{c.file}: scenarios.{s.id}.vm.mmio_gb: {s.vm.mmio_gb} GB is below the "
+                f"{need} GB NVIDIA documents for {c.gpu.name}"
+            )
     return out
 
 
@@ -336,14 +415,18 @@ def check_fits(campaign: Campaign, lab: Lab) -> dict:
     packings = {}
     lab_models = {g.name for h in lab.hosts for g in h.gpus}
     if campaign.gpu.name not in lab_models:
-        p.add("gpu", f"the lab ({lab.source}) has no {campaign.gpu.name} "
-                     f"(it has: {', '.join(sorted(lab_models))})")
+        p.add(
+            "gpu",
+            f"the lab ({lab.source}) has no {campaign.gpu.name} "
+            f"(it has: {', '.join(sorted(lab_models))})",
+        )
         p.raise_if_any()
     slots = {(h.name, i) for h in lab.hosts for i, g in enumerate(h.gpus) if g is campaign.gpu}
     for s in campaign.scenarios.values():
         try:
-            packings[s.id] = pack(s.vm_requests(campaign.name), lab, allowed_gpus=slots,
-                                  max_gpus=s.max_gpus)
+            packings[s.id] = pack(
+                s.vm_requests(campaign.name), lab, allowed_gpus=slots, max_gpus=s.max_gpus
+            )
         except PackError as exc:
             p.add(f"scenarios.{s.id}.vgpus", f"does not fit: {exc}")
     p.raise_if_any()

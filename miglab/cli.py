@@ -44,9 +44,11 @@ def cmd_validate(args) -> int:
     campaign, lab = _load(args)
     _warn(campaign.warnings)
     vms = sum(s.vm_count for s in campaign.scenarios.values())
-    print(f"ok: {campaign.file}: campaign {campaign.name!r}, {len(campaign.scenarios)} scenarios, "
-          f"{vms} VMs, {campaign.gpu.name}; fits lab {lab.source} "
-          f"({len(lab.hosts)} host(s), {sum(len(h.gpus) for h in lab.hosts)} GPU(s))")
+    print(
+        f"ok: {campaign.file}: campaign {campaign.name!r}, {len(campaign.scenarios)} scenarios, "
+        f"{vms} VMs, {campaign.gpu.name}; fits lab {lab.source} "
+        f"({len(lab.hosts)} host(s), {sum(len(h.gpus) for h in lab.hosts)} GPU(s))"
+    )
     return EXIT_OK
 
 
@@ -70,19 +72,38 @@ def cmd_gpu_list(args) -> int:
     from miglab.catalog import load_catalog
 
     cat = load_catalog()
-    rows = [{"gpu": m.name, "product_names": list(m.product_names),
-             "pci_device_ids": list(m.pci_device_ids), "mig_profiles": len(m.profiles),
-             "mmio_gb": m.mmio_gb} for m in cat]
+    rows = [
+        {
+            "gpu": m.name,
+            "product_names": list(m.product_names),
+            "pci_device_ids": list(m.pci_device_ids),
+            "mig_profiles": len(m.profiles),
+            "mmio_gb": m.mmio_gb,
+        }
+        for m in cat
+    ]
     if args.json:
         _print_json(rows)
         return EXIT_OK
     from rich.table import Table
 
-    t = Table("catalog name", "nvidia-smi name", "PCI id", "MIG profiles", "VM MMIO GB",
-              box=None, pad_edge=False)
+    t = Table(
+        "catalog name",
+        "nvidia-smi name",
+        "PCI id",
+        "MIG profiles",
+        "VM MMIO GB",
+        box=None,
+        pad_edge=False,
+    )
     for r in rows:
-        t.add_row(r["gpu"], ", ".join(r["product_names"]), ", ".join(r["pci_device_ids"]),
-                  str(r["mig_profiles"]), str(r["mmio_gb"]))
+        t.add_row(
+            r["gpu"],
+            ", ".join(r["product_names"]),
+            ", ".join(r["pci_device_ids"]),
+            str(r["mig_profiles"]),
+            str(r["mmio_gb"]),
+        )
     _console().print(t)
     return EXIT_OK
 
@@ -93,13 +114,31 @@ def _print_profiles(model, as_json: bool) -> int:
         return EXIT_OK
     from rich.table import Table
 
-    t = Table("profile", "id", "compute", "memory GiB", "max", "placements", "size",
-              "vGPU type", title=f"{model.name} ({', '.join(model.product_names) or model.source})",
-              box=None, pad_edge=False, title_justify="left")
+    t = Table(
+        "profile",
+        "id",
+        "compute",
+        "memory GiB",
+        "max",
+        "placements",
+        "size",
+        "vGPU type",
+        title=f"{model.name} ({', '.join(model.product_names) or model.source})",
+        box=None,
+        pad_edge=False,
+        title_justify="left",
+    )
     for p in model.profiles:
-        t.add_row(p.name, str(p.id), str(p.slices), f"{p.memory_gib:.2f}", str(p.max_instances),
-                  "{" + ",".join(map(str, p.placements)) + "}", str(p.placement_size),
-                  model.mig_backed.get(p.name, "-"))
+        t.add_row(
+            p.name,
+            str(p.id),
+            str(p.slices),
+            f"{p.memory_gib:.2f}",
+            str(p.max_instances),
+            "{" + ",".join(map(str, p.placements)) + "}",
+            str(p.placement_size),
+            model.mig_backed.get(p.name, "-"),
+        )
     _console().print(t)
     return EXIT_OK
 
@@ -153,16 +192,18 @@ def cmd_gpu_fit(args) -> int:
     else:
         print(layout.render("GPU"))
         s = layout.summary()
-        print(f"free: {s['free_compute_slices']} compute slices, memory slices "
-              f"{s['free_memory_slices']}, stranded compute slices: "
-              f"{s['stranded_compute_slices']}; can still add: "
-              + (", ".join(f"{n}x {k}" for k, n in s["addable"].items()) or "nothing"))
+        print(
+            f"free: {s['free_compute_slices']} compute slices, memory slices "
+            f"{s['free_memory_slices']}, stranded compute slices: "
+            f"{s['stranded_compute_slices']}; can still add: "
+            + (", ".join(f"{n}x {k}" for k, n in s["addable"].items()) or "nothing")
+        )
     return EXIT_OK
 
 
 def cmd_gpu_mig_parted(args) -> int:
-    from miglab.migparted_export import campaign_to_mig_parted
     from miglab.migparted import dump
+    from miglab.migparted_export import campaign_to_mig_parted
     from miglab.planning import plan_campaign
 
     campaign, lab = _load(args)
@@ -194,13 +235,18 @@ def build_parser() -> argparse.ArgumentParser:
     def campaign_cmd(name, help_, func):
         p = sub.add_parser(name, help=help_, description=help_)
         p.add_argument("campaign", metavar="CAMPAIGN", help="campaign YAML file")
-        p.add_argument("-i", "--inventory", metavar="INVENTORY",
-                       help="Ansible YAML inventory of the lab (default: inventories/sim)")
+        p.add_argument(
+            "-i",
+            "--inventory",
+            metavar="INVENTORY",
+            help="Ansible YAML inventory of the lab (default: inventories/sim)",
+        )
         p.set_defaults(func=func)
         return p
 
-    campaign_cmd("validate", "check a campaign (and that it fits the lab); exit 2 when invalid",
-                 cmd_validate)
+    campaign_cmd(
+        "validate", "check a campaign (and that it fits the lab); exit 2 when invalid", cmd_validate
+    )
     p = campaign_cmd("plan", "where every VM lands, GPU maps, capacity left, schedule", cmd_plan)
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
 
@@ -228,8 +274,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-i", "--inventory", metavar="INVENTORY")
     p.add_argument("-o", "--output", metavar="FILE")
     p.set_defaults(func=cmd_gpu_mig_parted)
-    p = gsub.add_parser("from-mig-parted",
-                        help="turn a mig-parted config file into a campaign skeleton")
+    p = gsub.add_parser(
+        "from-mig-parted", help="turn a mig-parted config file into a campaign skeleton"
+    )
     p.add_argument("file", metavar="FILE")
     p.add_argument("--gpu", help="GPU model when the file has no device-filter")
     p.add_argument("--name", default="from-mig-parted", help="campaign name")
@@ -253,8 +300,10 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug, not bad input: say so in one line unless debugging
         if os.environ.get("MIGLAB_DEBUG"):
             raise
-        print(f"internal error: {type(exc).__name__}: {exc} (set MIGLAB_DEBUG=1 for details)",
-              file=sys.stderr)
+        print(
+            f"internal error: {type(exc).__name__}: {exc} (set MIGLAB_DEBUG=1 for details)",
+            file=sys.stderr,
+        )
         return EXIT_FAIL
 
 

@@ -14,12 +14,20 @@ def model_from_capture(text: str, file: str, name: str | None = None) -> GpuMode
     cap = parse_mig_profiles(text, file=file)
     p = Problems(file)
     for k, prof in enumerate(cap.profiles):
-        for key in ("name", "slices", "memory_gib", "max_instances", "placements",
-                    "placement_size"):
+        for key in (
+            "name",
+            "slices",
+            "memory_gib",
+            "max_instances",
+            "placements",
+            "placement_size",
+        ):
             if prof.get(key) is None:
                 source = "-lgipp" if key.startswith("placement") else "-lgip"
-                p.add(f"profiles[{k}] (id {prof.get('id')}).{key}",
-                      f"missing: the capture needs `nvidia-smi mig {source}` output too")
+                p.add(
+                    f"profiles[{k}] (id {prof.get('id')}).{key}",
+                    f"missing: the capture needs `nvidia-smi mig {source}` output too",
+                )
     p.raise_if_any()
     known = None
     if cap.gpu_name:

@@ -126,7 +126,10 @@ def _host(name: str, hvars: dict, field: str, problems: Problems, catalog: Catal
     for key in hvars:
         if key.startswith("miglab_host_") and key not in HOST_VARS:
             hint = difflib.get_close_matches(key, list(HOST_VARS), n=1)
-            problems.add(f"{field}.{key}", "unknown variable" + (f"; did you mean {hint[0]!r}?" if hint else ""))
+            problems.add(
+                f"{field}.{key}",
+                "unknown variable" + (f"; did you mean {hint[0]!r}?" if hint else ""),
+            )
     ok = True
     for key in ("miglab_host_gpus", "miglab_host_cpus", "miglab_host_memory_gb"):
         if values[key] is None:
@@ -145,8 +148,9 @@ def _host(name: str, hvars: dict, field: str, problems: Problems, catalog: Catal
             item = {"model": item, "count": 1}
         if schema.mapping(item, path, problems, required=["model"], optional=["count"]) is None:
             continue
-        count = schema.integer(item.get("count", 1), f"{path}.count", problems, minimum=1,
-                               maximum=64)
+        count = schema.integer(
+            item.get("count", 1), f"{path}.count", problems, minimum=1, maximum=64
+        )
         try:
             model = catalog.get(str(item.get("model")))
         except UnknownName as exc:
@@ -154,17 +158,29 @@ def _host(name: str, hvars: dict, field: str, problems: Problems, catalog: Catal
             continue
         if count:
             gpus.extend([model] * count)
-    cpus = schema.integer(values["miglab_host_cpus"], f"{field}.miglab_host_cpus", problems,
-                          minimum=1)
-    mem = schema.integer(values["miglab_host_memory_gb"], f"{field}.miglab_host_memory_gb",
-                         problems, minimum=1)
-    over = schema.number(values["miglab_host_cpu_overcommit"],
-                         f"{field}.miglab_host_cpu_overcommit", problems, minimum=1.0)
-    reserved = schema.integer(values["miglab_host_memory_reserved_gb"],
-                              f"{field}.miglab_host_memory_reserved_gb", problems, minimum=0)
+    cpus = schema.integer(
+        values["miglab_host_cpus"], f"{field}.miglab_host_cpus", problems, minimum=1
+    )
+    mem = schema.integer(
+        values["miglab_host_memory_gb"], f"{field}.miglab_host_memory_gb", problems, minimum=1
+    )
+    over = schema.number(
+        values["miglab_host_cpu_overcommit"],
+        f"{field}.miglab_host_cpu_overcommit",
+        problems,
+        minimum=1.0,
+    )
+    reserved = schema.integer(
+        values["miglab_host_memory_reserved_gb"],
+        f"{field}.miglab_host_memory_reserved_gb",
+        problems,
+        minimum=0,
+    )
     if mem is not None and reserved is not None and reserved >= mem:
-        problems.add(f"{field}.miglab_host_memory_reserved_gb",
-                     f"{reserved} GB reserved leaves nothing of {mem} GB for VMs")
+        problems.add(
+            f"{field}.miglab_host_memory_reserved_gb",
+            f"{reserved} GB reserved leaves nothing of {mem} GB for VMs",
+        )
         return None
     if None in (cpus, mem, over, reserved) or not gpus:
         return None

@@ -101,7 +101,7 @@ def _yaml_load(text: str, problems: Problems) -> tuple[bool, Any]:
         return False, None
     finally:
         loader.dispose()
-    for line, key in loader.duplicates:
+    for line, key in sorted(loader.duplicates, key=lambda d: d[0]):
         problems.add(f"line {line}", f"duplicate key {key!r}")
     return True, data
 

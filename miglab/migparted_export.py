@@ -29,15 +29,15 @@ def device_filter(model: GpuModel) -> list[str]:
 def campaign_to_mig_parted(plan: CampaignPlan) -> MigPartedSpec:
     spec = MigPartedSpec()
     model = plan.campaign.gpu
-    spec.configs["all-disabled"] = [
-        DeviceConfig("all", False, {}, device_filter(model))
-    ]
+    spec.configs["all-disabled"] = [DeviceConfig("all", False, {}, device_filter(model))]
     for job in plan.schedule.jobs:
         by_host: dict[str, list] = {}
         for use in job.packing.gpus:
             by_host.setdefault(use.host, []).append(use)
         for host, uses in by_host.items():
-            name = job.scenario.id if len(by_host) == 1 else f"{job.scenario.id}-{host.split('.')[0]}"
+            name = (
+                job.scenario.id if len(by_host) == 1 else f"{job.scenario.id}-{host.split('.')[0]}"
+            )
             groups: dict[tuple, list[int]] = {}
             for use in uses:
                 if use.mig is None:
@@ -50,13 +50,16 @@ def campaign_to_mig_parted(plan: CampaignPlan) -> MigPartedSpec:
                 if key == ("time-sliced",):
                     entries.append(DeviceConfig(sorted(indexes), False, {}, device_filter(model)))
                 else:
-                    entries.append(DeviceConfig(sorted(indexes), True, dict(key),
-                                                device_filter(model)))
+                    entries.append(
+                        DeviceConfig(sorted(indexes), True, dict(key), device_filter(model))
+                    )
             spec.configs[name] = entries
     return spec
 
 
-def mig_parted_to_campaign(path: Path, gpu: str | None = None, name: str = "from-mig-parted") -> str:
+def mig_parted_to_campaign(
+    path: Path, gpu: str | None = None, name: str = "from-mig-parted"
+) -> str:
     """A campaign skeleton (YAML text) with one scenario per MIG-enabling mig-parted config."""
     problems = Problems(str(path))
     try:
@@ -111,12 +114,18 @@ def mig_parted_to_campaign(path: Path, gpu: str | None = None, name: str = "from
         "name": name,
         "gpu": model.name,
         "vm": {"vcpus": 32, "memory_gb": 64},
-        "mlperf": {"benchmarks": ["resnet50", "bert-99"], "scenarios": ["Offline"], "runs": 3,
-                   "baseline": next(iter(scenarios))},
+        "mlperf": {
+            "benchmarks": ["resnet50", "bert-99"],
+            "scenarios": ["Offline"],
+            "runs": 3,
+            "baseline": next(iter(scenarios)),
+        },
         "scenarios": scenarios,
     }
-    header = (f"# Campaign skeleton from mig-parted file {path} (one scenario per config; a\n"
-              "# config for `devices: all` becomes one GPU's worth of vGPUs). Review vm/mlperf.\n")
+    header = (
+        f"# Campaign skeleton from mig-parted file {path} (one scenario per config; a\n"
+        "# config for `devices: all` becomes one GPU's worth of vGPUs). Review vm/mlperf.\n"
+    )
     return header + yaml.safe_dump(campaign, sort_keys=False, default_flow_style=None)
 
 

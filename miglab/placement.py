@@ -1,4 +1,5 @@
-"""Where MIG GPU instances land: NVIDIA's placement rules on one GPU, then packing across GPUs/hosts.
+"""Where MIG GPU instances land: NVIDIA's placement rules on one GPU, then packing across
+GPUs and hosts.
 
 One GPU (``fit``): a GPU instance of profile P starts at one of P's allowed memory slices
 (``nvidia-smi mig -lgipp``) and occupies ``placement_size`` consecutive memory slices; instances
@@ -135,7 +136,7 @@ def count_problems(gpu: GpuModel, profiles: list[MigProfile]) -> list[str]:
     if memory > gpu.memory_slices:
         problems.append(f"needs {memory} memory slices, {gpu.name} has {gpu.memory_slices}")
     total = _engine_total(profiles)
-    for key, have, need in zip(ENGINE_KEYS, gpu.engines.as_tuple(), total):
+    for key, have, need in zip(ENGINE_KEYS, gpu.engines.as_tuple(), total, strict=True):
         if need > have:
             problems.append(f"needs {need} {key} engines, {gpu.name} has {have}")
     return problems
@@ -176,14 +177,19 @@ def _counts_key(gpu: GpuModel, instances) -> tuple[int, ...]:
 @functools.lru_cache(maxsize=65536)
 def _max_fill(gpu: GpuModel, mask: int, counts: tuple[int, ...]) -> int:
     """Most compute slices addable on top of ``mask`` with ``counts`` instances already there."""
-    used = [p for p, n in zip(gpu.profiles, counts) for _ in range(n)]
+    used = [p for p, n in zip(gpu.profiles, counts, strict=True) for _ in range(n)]
     free_compute = gpu.compute_slices - sum(p.slices for p in used)
     engines_used = _engine_total(used)
     best = 0
     for k, p in enumerate(gpu.profiles):
         if counts[k] >= p.max_instances or p.slices > free_compute:
             continue
-        if any(u + e > h for u, e, h in zip(engines_used, p.engines.as_tuple(), gpu.engines.as_tuple())):
+        if any(
+            u + e > h
+            for u, e, h in zip(
+                engines_used, p.engines.as_tuple(), gpu.engines.as_tuple(), strict=True
+            )
+        ):
             continue
         for start in p.placements:
             m = ((1 << p.placement_size) - 1) << start
@@ -245,10 +251,12 @@ def explain_no_fit(gpu: GpuModel, profiles: list[MigProfile]) -> str:
         return "; ".join(problems)
     return (
         "no placement satisfies NVIDIA's start-slice rules (the instances' memory slices would "
-        "overlap: " + ", ".join(
+        "overlap: "
+        + ", ".join(
             f"{p.name} starts at {{{','.join(map(str, p.placements))}}} size {p.placement_size}"
             for p in sorted(set(profiles), key=lambda p: -p.placement_size)
-        ) + ")"
+        )
+        + ")"
     )
 
 
@@ -468,9 +476,14 @@ def pack(
                 if max_gpus is not None and len(state_gpu) >= max_gpus:
                     continue
                 # Fresh GPUs of one model on hosts in the same state are interchangeable.
-                sym = (host.gpus[slot[1]].name, state_vcpu[host.name], state_mem[host.name],
-                       tuple(sorted(i for (h, i) in state_gpu if h == host.name)) and host.name,
-                       host.cpus, host.memory_gb)
+                sym = (
+                    host.gpus[slot[1]].name,
+                    state_vcpu[host.name],
+                    state_mem[host.name],
+                    tuple(sorted(i for (h, i) in state_gpu if h == host.name)) and host.name,
+                    host.cpus,
+                    host.memory_gb,
+                )
                 if sym in tried_fresh:
                     continue
                 tried_fresh.add(sym)

@@ -21,38 +21,47 @@ class CampaignPlan:
         for wave_no, wave in enumerate(sch.waves(), start=1):
             for job in wave:
                 s, pk = job.scenario, job.packing
-                scenarios.append({
-                    "id": s.id,
-                    "vgpus": {v.name: n for v, n in s.vgpus},
-                    "wave": wave_no,
-                    "start_s": job.start_s,
-                    "end_s": job.end_s,
-                    "vms": [
-                        {
-                            "name": p.vm.name,
-                            "host": p.host,
-                            "gpu": p.gpu_index,
-                            "profile": p.vm.vgpu.name,
-                            "vgpu_type": p.vgpu_type,
-                            "start_slice": p.start,
-                            "vcpus": p.vm.vcpus,
-                            "memory_gb": p.vm.memory_gb,
-                            "memory_reservation_gb": p.vm.memory_gb,
-                            "mmio_gb": c.mmio_gb(s),
-                        }
-                        for p in pk.placements
-                    ],
-                    "gpus": [
-                        {"host": g.host, "index": g.index, "mode": g.mode,
-                         **(g.mig.summary() if g.mig else {"type": g.time_sliced.name,
-                                                           "vgpus": len(g.vms)})}
-                        for g in pk.gpus
-                    ],
-                    "hosts": {
-                        h: {"vcpus": pk.host_vcpus[h], "memory_gb": pk.host_memory_gb[h]}
-                        for h in pk.host_vcpus
-                    },
-                })
+                scenarios.append(
+                    {
+                        "id": s.id,
+                        "vgpus": {v.name: n for v, n in s.vgpus},
+                        "wave": wave_no,
+                        "start_s": job.start_s,
+                        "end_s": job.end_s,
+                        "vms": [
+                            {
+                                "name": p.vm.name,
+                                "host": p.host,
+                                "gpu": p.gpu_index,
+                                "profile": p.vm.vgpu.name,
+                                "vgpu_type": p.vgpu_type,
+                                "start_slice": p.start,
+                                "vcpus": p.vm.vcpus,
+                                "memory_gb": p.vm.memory_gb,
+                                "memory_reservation_gb": p.vm.memory_gb,
+                                "mmio_gb": c.mmio_gb(s),
+                            }
+                            for p in pk.placements
+                        ],
+                        "gpus": [
+                            {
+                                "host": g.host,
+                                "index": g.index,
+                                "mode": g.mode,
+                                **(
+                                    g.mig.summary()
+                                    if g.mig
+                                    else {"type": g.time_sliced.name, "vgpus": len(g.vms)}
+                                ),
+                            }
+                            for g in pk.gpus
+                        ],
+                        "hosts": {
+                            h: {"vcpus": pk.host_vcpus[h], "memory_gb": pk.host_memory_gb[h]}
+                            for h in pk.host_vcpus
+                        },
+                    }
+                )
         return {
             "campaign": c.name,
             "file": c.file,
@@ -60,9 +69,14 @@ class CampaignPlan:
             "lab": {
                 "source": lab.source,
                 "hosts": [
-                    {"name": h.name, "gpus": [g.name for g in h.gpus], "cpus": h.cpus,
-                     "memory_gb": h.memory_gb, "vcpu_capacity": h.vcpu_capacity,
-                     "memory_capacity_gb": h.memory_capacity_gb}
+                    {
+                        "name": h.name,
+                        "gpus": [g.name for g in h.gpus],
+                        "cpus": h.cpus,
+                        "memory_gb": h.memory_gb,
+                        "vcpu_capacity": h.vcpu_capacity,
+                        "memory_capacity_gb": h.memory_capacity_gb,
+                    }
                     for h in lab.hosts
                 ],
             },

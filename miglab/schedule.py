@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 
 from miglab.campaign import Campaign, Scenario
-from miglab.placement import Lab, Packing, PackError, pack
+from miglab.placement import Lab, PackError, Packing, pack
 
 
 @dataclass
@@ -88,9 +88,14 @@ def plan_schedule(c: Campaign, lab: Lab) -> Schedule:
             }
             mem_limit = {h: hosts[h].memory_capacity_gb - used_mem[h] for h in hosts}
             try:
-                packing = pack(job.scenario.vm_requests(c.name), lab, allowed_gpus=slots - busy,
-                               host_vcpu_limit=vcpu_limit, host_memory_limit=mem_limit,
-                               max_gpus=job.scenario.max_gpus)
+                packing = pack(
+                    job.scenario.vm_requests(c.name),
+                    lab,
+                    allowed_gpus=slots - busy,
+                    host_vcpu_limit=vcpu_limit,
+                    host_memory_limit=mem_limit,
+                    max_gpus=job.scenario.max_gpus,
+                )
             except PackError:
                 if not running:
                     raise

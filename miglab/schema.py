@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import difflib
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from miglab.errors import Problems
 
-_TYPE_NAMES = {dict: "a mapping", list: "a list", str: "a string", int: "an integer",
-               bool: "true or false", float: "a number"}
+_TYPE_NAMES = {
+    dict: "a mapping",
+    list: "a list",
+    str: "a string",
+    int: "an integer",
+    bool: "true or false",
+    float: "a number",
+}
 
 
 def type_name(value: Any) -> str:
@@ -44,8 +51,14 @@ def mapping(
     return value
 
 
-def integer(value: Any, path: str, problems: Problems, *, minimum: int | None = None,
-            maximum: int | None = None) -> int | None:
+def integer(
+    value: Any,
+    path: str,
+    problems: Problems,
+    *,
+    minimum: int | None = None,
+    maximum: int | None = None,
+) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int):
         problems.add(path, f"must be an integer, got {type_name(value)} {value!r}")
         return None
@@ -58,7 +71,9 @@ def integer(value: Any, path: str, problems: Problems, *, minimum: int | None = 
     return value
 
 
-def number(value: Any, path: str, problems: Problems, *, minimum: float | None = None) -> float | None:
+def number(
+    value: Any, path: str, problems: Problems, *, minimum: float | None = None
+) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         problems.add(path, f"must be a number, got {type_name(value)} {value!r}")
         return None
@@ -68,8 +83,9 @@ def number(value: Any, path: str, problems: Problems, *, minimum: float | None =
     return float(value)
 
 
-def string(value: Any, path: str, problems: Problems, *, pattern: str | None = None,
-           hint: str = "") -> str | None:
+def string(
+    value: Any, path: str, problems: Problems, *, pattern: str | None = None, hint: str = ""
+) -> str | None:
     import re
 
     if not isinstance(value, str) or not value.strip():
@@ -88,7 +104,9 @@ def boolean(value: Any, path: str, problems: Problems) -> bool | None:
     return value
 
 
-def choice_list(value: Any, path: str, problems: Problems, choices: Iterable[str]) -> list[str] | None:
+def choice_list(
+    value: Any, path: str, problems: Problems, choices: Iterable[str]
+) -> list[str] | None:
     """A non-empty list of unique values from ``choices`` (matched case-insensitively)."""
     choices = list(choices)
     canon = {c.lower(): c for c in choices}
@@ -100,7 +118,9 @@ def choice_list(value: Any, path: str, problems: Problems, choices: Iterable[str
         key = str(item).lower() if isinstance(item, str) else None
         if key not in canon:
             hint = difflib.get_close_matches(str(item).lower(), list(canon), n=1)
-            extra = f"; did you mean {canon[hint[0]]!r}?" if hint else f" (known: {', '.join(choices)})"
+            extra = (
+                f"; did you mean {canon[hint[0]]!r}?" if hint else f" (known: {', '.join(choices)})"
+            )
             problems.add(f"{path}[{i}]", f"unknown value {item!r}{extra}")
         elif canon[key] in out:
             problems.add(f"{path}[{i}]", f"{item!r} is listed twice")

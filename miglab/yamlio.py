@@ -58,7 +58,7 @@ def load_bytes(raw: bytes, file: str, problems: Problems) -> Any:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        problems.add("", f"not UTF-8 text (byte {exc.start}: {raw[exc.start:exc.start + 1]!r})")
+        problems.add("", f"not UTF-8 text (byte {exc.start}: {raw[exc.start : exc.start + 1]!r})")
         return None
     if not text.strip():
         problems.add("", "file is empty")

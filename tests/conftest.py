@@ -31,5 +31,8 @@ def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     """Run the real `miglab` entry point in a subprocess (exit codes and streams as users see)."""
     return subprocess.run(
         [sys.executable, "-m", "miglab.cli", *map(str, args)],
-        cwd=cwd, capture_output=True, text=True, timeout=120,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )

@@ -1,5 +1,5 @@
 #!/usr/bin/python
-"""Ansible module miglab.lab.campaign_plan: validate a campaign against the lab and return its plan."""
+"""Ansible module miglab.lab.campaign_plan: validate a campaign and return its plan."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ problems:
   elements: str
 """
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 try:
     from miglab.campaign import load_campaign
@@ -100,8 +100,9 @@ def main() -> None:
         supports_check_mode=True,
     )
     if not HAS_MIGLAB:
-        module.fail_json(msg="the miglab Python package is required on the controller "
-                             "(pip install miglab)")
+        module.fail_json(
+            msg="the miglab Python package is required on the controller (pip install miglab)"
+        )
     try:
         lab = load_lab(module.params["inventory"])
         campaign = load_campaign(module.params["campaign"], lab)

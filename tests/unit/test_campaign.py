@@ -46,14 +46,18 @@ def test_h200_example_campaign_is_valid():
 
 
 def test_vgpu_type_names_are_accepted(tmp_path, sim_lab):
-    text = GOOD.replace("7g.80gb: 1", "grid_a100d-7-80c: 1").replace("2g.20gb: 3", "nvidia-2-20c: 3")
+    text = GOOD.replace("7g.80gb: 1", "grid_a100d-7-80c: 1").replace(
+        "2g.20gb: 3", "nvidia-2-20c: 3"
+    )
     c = load_campaign(_write(tmp_path, text), sim_lab)
     assert c.scenarios["b"].describe() == "3x 2g.20gb + 1x 1g.10gb"
 
 
 def test_scenario_vm_override(tmp_path, sim_lab):
-    text = GOOD.replace("b: {vgpus: {2g.20gb: 3, 1g.10gb: 1}}",
-                        "b: {vgpus: {2g.20gb: 3, 1g.10gb: 1}, vm: {vcpus: 8}}")
+    text = GOOD.replace(
+        "b: {vgpus: {2g.20gb: 3, 1g.10gb: 1}}",
+        "b: {vgpus: {2g.20gb: 3, 1g.10gb: 1}, vm: {vcpus: 8}}",
+    )
     c = load_campaign(_write(tmp_path, text), sim_lab)
     assert c.scenarios["b"].vm.vcpus == 8 and c.scenarios["b"].vm.memory_gb == 64
 
@@ -66,53 +70,106 @@ BAD = [
     ("duplicate scenario", GOOD + "  a: {vgpus: {1g.10gb: 1}}\n", "scenarios.a", "duplicate key"),
     ("wrong type", GOOD.replace("vcpus: 32", "vcpus: many"), "vm.vcpus", "must be an integer"),
     ("bool is no int", GOOD.replace("runs: 1", "runs: true"), "mlperf.runs", "must be an integer"),
-    ("count < 1", GOOD.replace("1g.10gb: 1", "1g.10gb: 0"), "scenarios.b.vgpus.1g.10gb",
-     "at least 1"),
+    (
+        "count < 1",
+        GOOD.replace("1g.10gb: 1", "1g.10gb: 0"),
+        "scenarios.b.vgpus.1g.10gb",
+        "at least 1",
+    ),
     ("runs < 1", GOOD.replace("runs: 1", "runs: 0"), "mlperf.runs", "at least 1"),
     ("unknown gpu", GOOD.replace("A100-PCIE-80GB", "B300"), "gpu", "unknown GPU"),
-    ("unknown profile", GOOD.replace("7g.80gb", "8g.90gb"), "scenarios.a.vgpus.8g.90gb",
-     "not a MIG profile"),
-    ("profile of another gpu", GOOD.replace("7g.80gb", "grid_h100-7-80c"),
-     "scenarios.a.vgpus.grid_h100-7-80c", "of H100-PCIE-80GB"),
-    ("does not fit", GOOD.replace("7g.80gb: 1", "7g.80gb: 5"), "scenarios.a.vgpus",
-     "does not fit"),
-    ("does not share one gpu", GOOD.replace("a: {vgpus: {7g.80gb: 1}}",
-                                            "a: {vgpus: {4g.40gb: 2}, max_gpus: 1}"),
-     "scenarios.a.vgpus", "maximum of 1"),
-    ("baseline undefined", GOOD.replace("baseline: a", "baseline: zz"), "mlperf.baseline",
-     "not defined"),
-    ("unsupported version", GOOD.replace("version: 1", "version: 2"), "version",
-     "unsupported version"),
-    ("version as string", GOOD.replace("version: 1", "version: 'v1'"), "version",
-     "unsupported version"),
+    (
+        "unknown profile",
+        GOOD.replace("7g.80gb", "8g.90gb"),
+        "scenarios.a.vgpus.8g.90gb",
+        "not a MIG profile",
+    ),
+    (
+        "profile of another gpu",
+        GOOD.replace("7g.80gb", "grid_h100-7-80c"),
+        "scenarios.a.vgpus.grid_h100-7-80c",
+        "of H100-PCIE-80GB",
+    ),
+    ("does not fit", GOOD.replace("7g.80gb: 1", "7g.80gb: 5"), "scenarios.a.vgpus", "does not fit"),
+    (
+        "does not share one gpu",
+        GOOD.replace("a: {vgpus: {7g.80gb: 1}}", "a: {vgpus: {4g.40gb: 2}, max_gpus: 1}"),
+        "scenarios.a.vgpus",
+        "maximum of 1",
+    ),
+    (
+        "baseline undefined",
+        GOOD.replace("baseline: a", "baseline: zz"),
+        "mlperf.baseline",
+        "not defined",
+    ),
+    (
+        "unsupported version",
+        GOOD.replace("version: 1", "version: 2"),
+        "version",
+        "unsupported version",
+    ),
+    (
+        "version as string",
+        GOOD.replace("version: 1", "version: 'v1'"),
+        "version",
+        "unsupported version",
+    ),
     ("empty file", "", "(top)", "empty"),
     ("not yaml", "version: [1\nname: {", "(top)", "not valid YAML"),
     ("not a mapping", "- 1\n- 2\n", "(top)", "must be a mapping"),
-    ("unknown benchmark", GOOD.replace("[resnet50]", "[resnet-50]"), "mlperf.benchmarks[0]",
-     "did you mean 'resnet50'"),
-    ("unknown mlperf scenario", GOOD.replace("[Offline]", "[Offlin]"), "mlperf.scenarios[0]",
-     "did you mean 'Offline'"),
+    (
+        "unknown benchmark",
+        GOOD.replace("[resnet50]", "[resnet-50]"),
+        "mlperf.benchmarks[0]",
+        "did you mean 'resnet50'",
+    ),
+    (
+        "unknown mlperf scenario",
+        GOOD.replace("[Offline]", "[Offlin]"),
+        "mlperf.scenarios[0]",
+        "did you mean 'Offline'",
+    ),
     ("missing required", GOOD.replace("gpu: A100-PCIE-80GB\n", ""), "gpu", "is required"),
     ("bad name", GOOD.replace("name: t", "name: My Lab!"), "name", "not valid"),
-    ("mmio not power of two", GOOD.replace("memory_gb: 64}", "memory_gb: 64, mmio_gb: 100}"),
-     "vm.mmio_gb", "power of two"),
-    ("empty scenarios", GOOD.rsplit("scenarios:", 1)[0] + "scenarios: {}\n", "scenarios",
-     "non-empty mapping"),
-    ("null vgpus", GOOD.replace("{vgpus: {7g.80gb: 1}}", "{vgpus: }"), "scenarios.a.vgpus",
-     "got nothing"),
-    ("vcpus over a host", GOOD.replace("vcpus: 32", "vcpus: 200"), "scenarios.a.vgpus",
-     "fits on no GPU/host"),
+    (
+        "mmio not power of two",
+        GOOD.replace("memory_gb: 64}", "memory_gb: 64, mmio_gb: 100}"),
+        "vm.mmio_gb",
+        "power of two",
+    ),
+    (
+        "empty scenarios",
+        GOOD.rsplit("scenarios:", 1)[0] + "scenarios: {}\n",
+        "scenarios",
+        "non-empty mapping",
+    ),
+    (
+        "null vgpus",
+        GOOD.replace("{vgpus: {7g.80gb: 1}}", "{vgpus: }"),
+        "scenarios.a.vgpus",
+        "got nothing",
+    ),
+    (
+        "vcpus over a host",
+        GOOD.replace("vcpus: 32", "vcpus: 200"),
+        "scenarios.a.vgpus",
+        "fits on no GPU/host",
+    ),
     ("non-utf8", GOOD.encode() + b"# \xff\xfe\n", "(top)", "not UTF-8"),
-    ("alias bomb", "a: &a [1,1,1,1,1,1,1,1,1,1]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"
-     "c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\n"
-     "e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]\n",
-     "(top)", "alias bomb"),
+    (
+        "alias bomb",
+        "a: &a [1,1,1,1,1,1,1,1,1,1]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"
+        "c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\n"
+        "e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]\n",
+        "(top)",
+        "alias bomb",
+    ),
 ]
 
 
 @pytest.mark.parametrize("desc, text, field, words", BAD, ids=[b[0] for b in BAD])
-def test_bad_campaign_is_reported_with_file_and_field(tmp_path, sim_lab, desc, text, field,
-                                                      words):
+def test_bad_campaign_is_reported_with_file_and_field(tmp_path, sim_lab, desc, text, field, words):
     path = _write(tmp_path, text)
     with pytest.raises(ValidationError) as info:
         load_campaign(path, sim_lab)
@@ -120,8 +177,9 @@ def test_bad_campaign_is_reported_with_file_and_field(tmp_path, sim_lab, desc, t
     assert any(line.startswith(f"{path}: {field}: ") and words in line for line in lines), lines
 
 
-@pytest.mark.parametrize("desc, text, field, words", BAD[:8] + BAD[-3:],
-                         ids=[b[0] for b in BAD[:8] + BAD[-3:]])
+@pytest.mark.parametrize(
+    "desc, text, field, words", BAD[:8] + BAD[-3:], ids=[b[0] for b in BAD[:8] + BAD[-3:]]
+)
 def test_cli_exits_2_with_one_line_per_problem(tmp_path, desc, text, field, words):
     path = _write(tmp_path, text)
     for command in ("validate", "plan"):
@@ -135,8 +193,11 @@ def test_cli_exits_2_with_one_line_per_problem(tmp_path, desc, text, field, word
 
 
 def test_all_problems_are_reported_at_once(tmp_path, sim_lab):
-    text = GOOD.replace("vcpus: 32", "vcpus: -1").replace("runs: 1", "runs: x").replace(
-        "7g.80gb", "9g.99gb")
+    text = (
+        GOOD.replace("vcpus: 32", "vcpus: -1")
+        .replace("runs: 1", "runs: x")
+        .replace("7g.80gb", "9g.99gb")
+    )
     with pytest.raises(ValidationError) as info:
         load_campaign(_write(tmp_path, text), sim_lab)
     fields = {p.field for p in info.value.problems}

@@ -7,8 +7,16 @@ import pytest
 from miglab.catalog import MigProfile, TimeSlicedType, UnknownName
 
 REQUIRED = [
-    "A100-PCIE-40GB", "A100-SXM4-40GB", "A100-PCIE-80GB", "A100-SXM4-80GB", "A30",
-    "H100-PCIE-80GB", "H100-SXM5-80GB", "H100-NVL", "H200-NVL", "H200-SXM",
+    "A100-PCIE-40GB",
+    "A100-SXM4-40GB",
+    "A100-PCIE-80GB",
+    "A100-SXM4-80GB",
+    "A30",
+    "H100-PCIE-80GB",
+    "H100-SXM5-80GB",
+    "H100-NVL",
+    "H200-NVL",
+    "H200-SXM",
 ]
 
 
@@ -30,7 +38,7 @@ def test_gpu_entry_is_consistent(catalog, name):
     for p in g.profiles:
         assert 1 <= p.max_instances <= g.compute_slices
         assert p.placements, p.name
-        assert all(0 <= s and s + p.placement_size <= g.memory_slices for s in p.placements)
+        assert all(s >= 0 and s + p.placement_size <= g.memory_slices for s in p.placements)
         assert 0 < p.memory_gib <= full.memory_gib
         assert p.name.split("g.")[0] == str(p.slices), "name says its compute slices"
     for prof, vgpu in g.mig_backed.items():
@@ -78,6 +86,13 @@ def test_profiles_json_shape(catalog):
     data = catalog.get("A100-PCIE-80GB").as_json()
     assert data["gpu"] == "A100-PCIE-80GB"
     one = next(p for p in data["profiles"] if p["name"] == "1g.10gb")
-    assert one == {"name": "1g.10gb", "id": 19, "slices": 1, "memory_gib": one["memory_gib"],
-                   "max_instances": 7, "placements": [0, 1, 2, 3, 4, 5, 6], "placement_size": 1}
+    assert one == {
+        "name": "1g.10gb",
+        "id": 19,
+        "slices": 1,
+        "memory_gib": one["memory_gib"],
+        "max_instances": 7,
+        "placements": [0, 1, 2, 3, 4, 5, 6],
+        "placement_size": 1,
+    }
     assert isinstance(one["memory_gib"], float)

@@ -45,12 +45,17 @@ def test_inventory_file_group_vars_and_host_vars(tmp_path):
         (("model: A100-PCIE-80GB", "model: A999"), "miglab_host_gpus[0].model", "unknown GPU"),
         (("count: 2", "count: 0"), "miglab_host_gpus[0].count", "at least 1"),
         (("miglab_host_cpus: 64", "miglab_host_cpus: lots"), "miglab_host_cpus", "integer"),
-        (("miglab_host_cpus: 64", "miglab_host_cpu: 64"), "miglab_host_cpu",
-         "did you mean 'miglab_host_cpus'"),
-        (("          miglab_host_memory_gb: 512\n", ""), "miglab_host_memory_gb",
-         "is required"),
-        (("miglab_host_cpu_overcommit: 1.5", "miglab_host_cpu_overcommit: 0.5"),
-         "miglab_host_cpu_overcommit", "at least 1.0"),
+        (
+            ("miglab_host_cpus: 64", "miglab_host_cpu: 64"),
+            "miglab_host_cpu",
+            "did you mean 'miglab_host_cpus'",
+        ),
+        (("          miglab_host_memory_gb: 512\n", ""), "miglab_host_memory_gb", "is required"),
+        (
+            ("miglab_host_cpu_overcommit: 1.5", "miglab_host_cpu_overcommit: 0.5"),
+            "miglab_host_cpu_overcommit",
+            "at least 1.0",
+        ),
     ],
 )
 def test_bad_inventory(tmp_path, edit, field, words):
@@ -59,8 +64,9 @@ def test_bad_inventory(tmp_path, edit, field, words):
     with pytest.raises(ValidationError) as info:
         load_lab(f)
     lines = [str(p) for p in info.value.problems]
-    assert any(line.startswith(f"{f}: ") and field in line and words in line for line in lines), \
+    assert any(line.startswith(f"{f}: ") and field in line and words in line for line in lines), (
         lines
+    )
 
 
 def test_inventory_without_hosts(tmp_path):

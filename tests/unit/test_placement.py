@@ -36,11 +36,17 @@ A100_INVALID = [
 ]
 # The same shapes on H200 141GB (profile names from a real `nvidia-smi mig -lgip` capture).
 H200_VALID = [
-    ["7g.141gb"], ["4g.71gb", "3g.71gb"], ["4g.71gb", "2g.35gb", "1g.18gb"],
-    ["2g.35gb", "2g.35gb", "2g.35gb", "1g.18gb"], ["1g.18gb"] * 7, ["1g.35gb"] * 4,
+    ["7g.141gb"],
+    ["4g.71gb", "3g.71gb"],
+    ["4g.71gb", "2g.35gb", "1g.18gb"],
+    ["2g.35gb", "2g.35gb", "2g.35gb", "1g.18gb"],
+    ["1g.18gb"] * 7,
+    ["1g.35gb"] * 4,
 ]
 H200_INVALID = [
-    ["4g.71gb", "4g.71gb"], ["3g.71gb", "3g.71gb", "1g.18gb"], ["1g.18gb"] * 8,
+    ["4g.71gb", "4g.71gb"],
+    ["3g.71gb", "3g.71gb", "1g.18gb"],
+    ["1g.18gb"] * 8,
     ["7g.141gb", "1g.18gb"],
 ]
 
@@ -153,8 +159,7 @@ def test_fit_agrees_with_brute_force(catalog, data, gpu):
 # --- several GPUs and hosts ---------------------------------------------------------------------
 def _lab(catalog, hosts=1, gpus=4, cpus=128, mem=1024, overcommit=2.0, model="A100-PCIE-80GB"):
     g = catalog.get(model)
-    return Lab(tuple(Host(f"esx{i}", (g,) * gpus, cpus, mem, overcommit, 32)
-                     for i in range(hosts)))
+    return Lab(tuple(Host(f"esx{i}", (g,) * gpus, cpus, mem, overcommit, 32) for i in range(hosts)))
 
 
 def _vms(g, name, n, vcpus=32, mem=64):
