@@ -315,15 +315,21 @@ def _scenario(
 
 
 def _other_gpu(name: str, gpu: GpuModel, catalog: Catalog) -> str | None:
+    """The catalog GPU whose vGPU type (or board prefix) ``name`` names, when not ``gpu``."""
+    lowered = name.lower()
+    matches = []
     for model in catalog:
-        if model is gpu:
+        if model is gpu or not model.board_prefix:
             continue
-        lowered = name.lower()
-        if lowered in {t.lower() for t in model.mig_backed.values()} or lowered in {
-            t.name.lower() for t in model.time_sliced
-        }:
-            return model.name
-    return None
+        if re.search(rf"(^|[_ -]){re.escape(model.board_prefix)}-", lowered):
+            try:
+                model.find_vgpu(name)
+            except UnknownName:
+                continue
+            matches.append(model)
+    if not matches:
+        return None
+    return max(matches, key=lambda m: len(m.board_prefix)).name
 
 
 def _mlperf(raw, p: Problems, scenarios: dict) -> MlperfSpec | None:

@@ -240,8 +240,17 @@ def fit(
     gpu: GpuModel, profiles: list[MigProfile], fixed: tuple[Instance, ...] = ()
 ) -> GpuLayout | None:
     """The best valid layout of ``profiles`` (plus already-placed ``fixed``) on one GPU, or None."""
-    names = tuple(sorted(gpu.profile(p.name).name for p in profiles))
+    known = _profile_names(gpu)
+    for p in profiles:
+        if p.name not in known or known[p.name] is not p:
+            raise ValueError(f"{p.name} is not a MIG profile object of {gpu.name}")
+    names = tuple(sorted(p.name for p in profiles))
     return _fit_cached(gpu, names, tuple(fixed))
+
+
+@functools.lru_cache(maxsize=256)
+def _profile_names(gpu: GpuModel) -> dict[str, MigProfile]:
+    return {p.name: p for p in gpu.profiles}
 
 
 def explain_no_fit(gpu: GpuModel, profiles: list[MigProfile]) -> str:
@@ -377,6 +386,9 @@ class Packing:
         return {(g.host, g.index) for g in self.gpus}
 
 
+EXACT_SEARCH_MAX_VMS = 64
+
+
 class PackError(ValueError):
     """The VMs cannot be placed; the message says what ran out."""
 
@@ -444,7 +456,6 @@ def pack(
     state_gpu: dict[tuple[str, int], list[VmRequest]] = {}
     state_vcpu = dict.fromkeys(hosts, 0)
     state_mem = dict.fromkeys(hosts, 0)
-    nodes = 0
 
     def gpu_accepts(slot, vm) -> bool:
         model = hosts[slot[0]].gpus[slot[1]]
@@ -459,7 +470,67 @@ def pack(
             return False
         return len(current) < vm.vgpu.max_per_gpu
 
-    def rec(k: int) -> bool:
+    def host_accepts(host_name, vm) -> bool:
+        return (
+            state_vcpu[host_name] + vm.vcpus <= vcpu_cap[host_name]
+            and state_mem[host_name] + vm.memory_gb <= mem_cap[host_name]
+        )
+
+    def candidates(vm):
+        """GPUs already used by the scenario first, then one fresh GPU per equivalence class
+        (same model on a host in the same state: trying a second one cannot help)."""
+        yield from (s for s in slots if s in state_gpu)
+        if max_gpus is not None and len(state_gpu) >= max_gpus:
+            return
+        seen: set[tuple] = set()
+        for slot in slots:
+            if slot in state_gpu:
+                continue
+            host = hosts[slot[0]]
+            host_in_use = any(h == host.name for h, _ in state_gpu)
+            key = (
+                host.gpus[slot[1]].name,
+                host.name if host_in_use else None,
+                state_vcpu[host.name],
+                state_mem[host.name],
+                host.cpus,
+                host.memory_gb,
+            )
+            if key not in seen:
+                seen.add(key)
+                yield slot
+
+    def place(slot, vm) -> None:
+        state_gpu.setdefault(slot, []).append(vm)
+        state_vcpu[slot[0]] += vm.vcpus
+        state_mem[slot[0]] += vm.memory_gb
+
+    def unplace(slot, vm) -> None:
+        state_gpu[slot].remove(vm)
+        if not state_gpu[slot]:
+            del state_gpu[slot]
+        state_vcpu[slot[0]] -= vm.vcpus
+        state_mem[slot[0]] -= vm.memory_gb
+
+    def greedy() -> bool:
+        """First fit, biggest vGPUs first; a GPU that refused a profile refuses it again later
+        (its instances only grow), which keeps large labs fast."""
+        refused: set[tuple] = set()
+        for vm in order:
+            for slot in candidates(vm):
+                if (slot, vm.vgpu.name) in refused or not host_accepts(slot[0], vm):
+                    continue
+                if gpu_accepts(slot, vm):
+                    place(slot, vm)
+                    break
+                refused.add((slot, vm.vgpu.name))
+            else:
+                return False
+        return True
+
+    nodes = 0
+
+    def exact(k: int) -> bool:
         nonlocal nodes
         if k == len(order):
             return True
@@ -467,46 +538,21 @@ def pack(
         if nodes > node_limit:
             raise PackError(f"placement search gave up after {node_limit} steps")
         vm = order[k]
-        tried_fresh: set[tuple] = set()
-        used = [s for s in slots if s in state_gpu]
-        fresh = [s for s in slots if s not in state_gpu]
-        for slot in used + fresh:
-            host = hosts[slot[0]]
-            if slot not in state_gpu:
-                if max_gpus is not None and len(state_gpu) >= max_gpus:
-                    continue
-                # Fresh GPUs of one model on hosts in the same state are interchangeable.
-                sym = (
-                    host.gpus[slot[1]].name,
-                    state_vcpu[host.name],
-                    state_mem[host.name],
-                    tuple(sorted(i for (h, i) in state_gpu if h == host.name)) and host.name,
-                    host.cpus,
-                    host.memory_gb,
-                )
-                if sym in tried_fresh:
-                    continue
-                tried_fresh.add(sym)
-            if state_vcpu[host.name] + vm.vcpus > vcpu_cap[host.name]:
-                continue
-            if state_mem[host.name] + vm.memory_gb > mem_cap[host.name]:
-                continue
-            if not gpu_accepts(slot, vm):
-                continue
-            state_gpu.setdefault(slot, []).append(vm)
-            state_vcpu[host.name] += vm.vcpus
-            state_mem[host.name] += vm.memory_gb
-            if rec(k + 1):
-                return True
-            state_gpu[slot].pop()
-            if not state_gpu[slot]:
-                del state_gpu[slot]
-            state_vcpu[host.name] -= vm.vcpus
-            state_mem[host.name] -= vm.memory_gb
+        for slot in list(candidates(vm)):
+            if host_accepts(slot[0], vm) and gpu_accepts(slot, vm):
+                place(slot, vm)
+                if exact(k + 1):
+                    return True
+                unplace(slot, vm)
         return False
 
-    if not rec(0):
-        raise PackError(_explain_pack_failure(order, lab, slots, vcpu_cap, mem_cap, max_gpus))
+    if not greedy():
+        for slot in list(state_gpu):
+            for vm in list(state_gpu[slot]):
+                unplace(slot, vm)
+        # Exact search only where it is affordable; greedy handles large scenarios.
+        if len(order) > EXACT_SEARCH_MAX_VMS or not exact(0):
+            raise PackError(_explain_pack_failure(order, lab, slots, vcpu_cap, mem_cap, max_gpus))
 
     placements: list[VmPlacement] = []
     gpus: list[GpuUse] = []

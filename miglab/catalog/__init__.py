@@ -117,14 +117,17 @@ class GpuModel:
         ts = {t.name.lower(): t for t in self.time_sliced}
         if key in ts:
             return ts[key]
-        # NVIDIA's own spelling (A100D-2-20C) or a prefix-less one (nvidia-2-20c, 2-20c)
-        m = re.fullmatch(r"(?:grid_|nvidia[-_])?(?:[a-z0-9]+-)?(\d+)-(\d+)c(me)?", key)
+        # NVIDIA's own spelling (A100D-2-20C, this GPU's board prefix only) or a prefix-less one
+        # as the seed writes it (nvidia-2-20c, 2-20c); another board's name is not ours.
+        board = self.board_prefix
+        board_re = f"(?:{re.escape(board)}-)?" if board else ""
+        m = re.fullmatch(rf"(?:grid_|nvidia[-_]|grid |nvidia )?{board_re}(\d+)-(\d+)c(me)?", key)
         if m:
             slices, mem, me = m.groups()
             wanted = f"{slices}g.{mem}gb" + ("+me" if me else "")
             if wanted in by_name:
                 return by_name[wanted]
-        m = re.fullmatch(r"(?:grid_|nvidia[-_])?(?:[a-z0-9]+-)?(\d+)c", key)
+        m = re.fullmatch(rf"(?:grid_|nvidia[-_]|grid |nvidia )?{board_re}(\d+)c", key)
         if m:
             for t in self.time_sliced:
                 if t.name.lower().endswith(f"-{m.group(1)}c"):
@@ -133,6 +136,15 @@ class GpuModel:
         raise UnknownName(
             f"{name!r} is not a MIG profile or vGPU type of {self.name} (known: {', '.join(known)})"
         )
+
+    @property
+    def board_prefix(self) -> str:
+        """NVIDIA's board prefix of vGPU type names, lower case ("a100d" for A100D-2-20C)."""
+        prefix = (self.type_prefix or "").lower()
+        for lead in ("grid_", "nvidia_"):
+            if prefix.startswith(lead):
+                return prefix[len(lead) :]
+        return prefix
 
     def vgpu_type(self, profile: MigProfile | TimeSlicedType) -> str:
         """vSphere vGPU type name for a MIG profile (or a time-sliced type's own name)."""

@@ -86,9 +86,9 @@ BAD = [
     ),
     (
         "profile of another gpu",
-        GOOD.replace("7g.80gb", "grid_h100-7-80c"),
-        "scenarios.a.vgpus.grid_h100-7-80c",
-        "of H100-PCIE-80GB",
+        GOOD.replace("7g.80gb", "nvidia_h100xm-7-80c"),
+        "scenarios.a.vgpus.nvidia_h100xm-7-80c",
+        "of H100-SXM5-80GB",
     ),
     ("does not fit", GOOD.replace("7g.80gb: 1", "7g.80gb: 5"), "scenarios.a.vgpus", "does not fit"),
     (

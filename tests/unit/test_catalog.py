@@ -43,10 +43,16 @@ def test_gpu_entry_is_consistent(catalog, name):
         assert p.name.split("g.")[0] == str(p.slices), "name says its compute slices"
     for prof, vgpu in g.mig_backed.items():
         assert g.profile(prof).name == prof
-        assert vgpu.startswith("grid_") and vgpu == vgpu.lower()
+        # vCenter shows the driver's type name lower-cased: "GRID A100D-..." -> grid_a100d-...,
+        # "NVIDIA H100XM-..." -> nvidia_h100xm-...
+        assert vgpu.startswith(("grid_", "nvidia_")) and vgpu == vgpu.lower()
+        assert vgpu.startswith(g.type_prefix + "-")
         assert g.find_vgpu(vgpu).name == prof
     for t in g.time_sliced:
-        assert t.name.startswith("grid_") and t.framebuffer_gib * t.max_per_gpu <= g.memory_gib + 1
+        assert (
+            t.name.startswith(g.type_prefix + "-")
+            and t.framebuffer_gib * t.max_per_gpu <= g.memory_gib + 1
+        )
 
 
 def test_names_resolve_case_insensitively(catalog):
@@ -67,12 +73,21 @@ def test_names_resolve_case_insensitively(catalog):
         ("grid_a100d-7-80c", "7g.80gb"),
         ("grid_a100d-1-10cme", "1g.10gb+me"),
         ("grid_a100d-40c", "grid_a100d-40c"),
+        ("A100D-40C", "grid_a100d-40c"),
     ],
 )
 def test_vgpu_names_resolve(catalog, written, expected):
     v = catalog.get("A100-PCIE-80GB").find_vgpu(written)
     assert v.name == expected
     assert isinstance(v, TimeSlicedType if expected.startswith("grid_") else MigProfile)
+
+
+def test_another_boards_type_is_not_ours(catalog):
+    a100 = catalog.get("A100-PCIE-80GB")
+    for name in ["grid_h100-7-80c", "H100-7-80C", "grid_a100-7-40c", "a100dx-2-20c"]:
+        with pytest.raises(UnknownName):
+            a100.find_vgpu(name)
+    assert catalog.get("H100-SXM5-80GB").find_vgpu("nvidia_h100xm-1-10c").name == "1g.10gb"
 
 
 def test_unknown_names_list_what_is_known(catalog):
