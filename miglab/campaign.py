@@ -188,6 +188,7 @@ def parse_campaign(
         file, version, name, gpu, vm_default, mlperf, scenarios, sched, description or ""
     )
     warnings.extend(_mmio_warnings(campaign))
+    warnings.extend(_vgpu_type_warnings(campaign))
     if lab is not None:
         check_fits(campaign, lab)
     return replace(campaign, warnings=tuple(warnings))
@@ -202,6 +203,18 @@ def _gpu(top: dict, p: Problems, catalog: Catalog, base_dir: Path | None) -> Gpu
         if schema.string(cap, "gpu_capture", p) is None:
             return None
         cap_path = Path(cap) if Path(cap).is_absolute() else (base_dir or Path(".")) / cap
+        wanted = top.get("gpu")
+        if isinstance(wanted, str):
+            try:
+                catalog.get(wanted)
+                p.add(
+                    "gpu",
+                    f"{wanted!r} is already in the catalog: drop gpu_capture, or name "
+                    "the captured GPU differently",
+                )
+                return None
+            except UnknownName:
+                pass
         try:
             model = model_from_capture_file(cap_path, name=str(top.get("gpu") or cap_path.stem))
         except ValidationError as exc:
@@ -412,6 +425,18 @@ def _mmio_warnings(c: Campaign) -> list[str]:
                 f"{c.file}: scenarios.{s.id}.vm.mmio_gb: {s.vm.mmio_gb} GB is below the "
                 f"{need} GB NVIDIA documents for {c.gpu.name}"
             )
+    return out
+
+
+def _vgpu_type_warnings(c: Campaign) -> list[str]:
+    out = []
+    for s in c.scenarios.values():
+        for v, _ in s.vgpus:
+            if c.gpu.vgpu_type(v) is None:
+                out.append(
+                    f"{c.file}: scenarios.{s.id}.vgpus.{v.name}: no vSphere vGPU type is "
+                    f"known for {v.name} on {c.gpu.name}; it can be planned, not built"
+                )
     return out
 
 

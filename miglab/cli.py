@@ -32,12 +32,9 @@ def _warn(warnings) -> None:
 
 # --- validate / plan -----------------------------------------------------------------------------
 def _load(args):
-    from miglab.campaign import load_campaign
-    from miglab.lab import load_lab
+    from miglab.planning import load_checked
 
-    lab = load_lab(args.inventory)
-    campaign = load_campaign(args.campaign, lab)
-    return campaign, lab
+    return load_checked(args.campaign, args.inventory)
 
 
 def cmd_validate(args) -> int:
@@ -161,6 +158,50 @@ def cmd_gpu_import_mig(args) -> int:
     return _print_profiles(model, args.json)
 
 
+def cmd_gpu_inspect(args) -> int:
+    from miglab.errors import Problems
+    from miglab.importers import inspect_gpus
+
+    problems = Problems(args.file)
+    try:
+        text = Path(args.file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        problems.add("", f"cannot read: {exc}")
+        problems.raise_if_any()
+    gpus = inspect_gpus(text, args.file)
+    if args.json:
+        _print_json(gpus)
+        return EXIT_OK
+    from rich.table import Table
+
+    t = Table(
+        "GPU",
+        "bus id",
+        "nvidia-smi name",
+        "catalog",
+        "driver",
+        "MIG current",
+        "MIG pending",
+        "virtualization",
+        box=None,
+        pad_edge=False,
+    )
+    for g in gpus:
+        t.add_row(
+            str(g["index"]),
+            g["pci_bus_id"] or "-",
+            g["product_name"] or "-",
+            g["catalog"] or "(not in catalog)",
+            g["driver_version"] or "-",
+            g["mig_mode_current"] or "-",
+            (g["mig_mode_pending"] or "-")
+            + (" (reboot/reset pending)" if g["mig_change_pending"] else ""),
+            g["virtualization_mode"] or "-",
+        )
+    _console().print(t)
+    return EXIT_OK
+
+
 def cmd_gpu_fit(args) -> int:
     from miglab.catalog import UnknownName, load_catalog
     from miglab.errors import Problem
@@ -264,6 +305,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", help="GPU name to give the imported model")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_gpu_import_mig)
+    p = gsub.add_parser(
+        "inspect",
+        help="GPUs, driver and MIG mode from `nvidia-smi -q` or "
+        "`--query-gpu ... --format=csv` output",
+    )
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_gpu_inspect)
     p = gsub.add_parser("fit", help="do these MIG profiles fit on one GPU? (exit 1 when not)")
     p.add_argument("gpu", metavar="GPU")
     p.add_argument("profiles", metavar="PROFILE", nargs="+")

@@ -71,3 +71,52 @@ def model_from_capture_file(path: Path, name: str | None = None) -> GpuModel:
         p.add("", "not UTF-8 text")
         p.raise_if_any()
     return model_from_capture(text, str(path), name)
+
+
+def inspect_gpus(text: str, file: str) -> list[dict]:
+    """GPUs of an ``nvidia-smi -q`` (text or XML) or ``--query-gpu=... --format=csv`` capture,
+    with their MIG mode (current/pending) and the catalog model each maps to."""
+    from miglab.nvsmi import parse_query, parse_query_gpu_csv
+
+    stripped = text.lstrip()
+    if stripped.startswith(("<?xml", "<nvidia_smi_log")) or "NVSMI LOG" in text[:400]:
+        gpus = parse_query(text, file=file)
+    else:
+        gpus = [
+            {
+                "pci_bus_id": row.get("pci.bus_id"),
+                "product_name": row.get("name"),
+                "driver_version": row.get("driver_version"),
+                "mig_mode_current": row.get("mig.mode.current"),
+                "mig_mode_pending": row.get("mig.mode.pending"),
+                "virtualization_mode": row.get("virtualization_mode"),
+                "device_id": (row.get("pci.device_id") or "")[:6].lower() or None,
+            }
+            for row in parse_query_gpu_csv(text, file=file)
+        ]
+    catalog = load_catalog()
+    out = []
+    for index, gpu in enumerate(gpus):
+        model = None
+        for key in (gpu.get("device_id"), gpu.get("product_name")):
+            if key:
+                try:
+                    model = catalog.get(key).name
+                    break
+                except LookupError:
+                    continue
+        current, pending = gpu.get("mig_mode_current"), gpu.get("mig_mode_pending")
+        out.append(
+            {
+                "index": index,
+                "pci_bus_id": gpu.get("pci_bus_id"),
+                "product_name": gpu.get("product_name"),
+                "catalog": model,
+                "driver_version": gpu.get("driver_version"),
+                "mig_mode_current": current,
+                "mig_mode_pending": pending,
+                "mig_change_pending": bool(current and pending and current != pending),
+                "virtualization_mode": gpu.get("virtualization_mode"),
+            }
+        )
+    return out

@@ -353,7 +353,7 @@ class VmPlacement:
     host: str
     gpu_index: int
     start: int | None  # memory slice of the GPU instance; None for time-sliced vGPUs
-    vgpu_type: str
+    vgpu_type: str | None  # None: no vSphere vGPU type known (GPU imported from a capture)
 
 
 @dataclass

@@ -62,7 +62,7 @@ def print_plan(plan: CampaignPlan, out: Console) -> None:
                     p.host,
                     str(p.gpu_index),
                     p.vm.vgpu.name,
-                    p.vgpu_type,
+                    p.vgpu_type or "-",
                     "-" if p.start is None else str(p.start),
                     str(p.vm.vcpus),
                     str(p.vm.memory_gb),

@@ -146,14 +146,12 @@ class GpuModel:
                 return prefix[len(lead) :]
         return prefix
 
-    def vgpu_type(self, profile: MigProfile | TimeSlicedType) -> str:
-        """vSphere vGPU type name for a MIG profile (or a time-sliced type's own name)."""
+    def vgpu_type(self, profile: MigProfile | TimeSlicedType) -> str | None:
+        """vSphere vGPU type name for a MIG profile (or a time-sliced type's own name); None when
+        NVIDIA documents none (e.g. a GPU imported from a capture without vGPU data)."""
         if isinstance(profile, TimeSlicedType):
             return profile.name
-        try:
-            return self.mig_backed[profile.name]
-        except KeyError:
-            raise UnknownName(f"{self.name} has no vGPU type backed by {profile.name}") from None
+        return self.mig_backed.get(profile.name)
 
     def as_json(self) -> dict:
         return {"gpu": self.name, "profiles": [p.as_json() for p in self.profiles]}

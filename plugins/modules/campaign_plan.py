@@ -66,7 +66,7 @@ plan:
     schedule:
       description: Serial and planned makespan and lower bound, in seconds.
       type: dict
-warnings:
+validation_warnings:
   description: Validation warnings (for example an MMIO size below NVIDIA's documented value).
   returned: always
   type: list
@@ -81,10 +81,8 @@ problems:
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 try:
-    from miglab.campaign import load_campaign
     from miglab.errors import ValidationError
-    from miglab.lab import load_lab
-    from miglab.planning import plan_campaign
+    from miglab.planning import load_checked, plan_campaign
 
     HAS_MIGLAB = True
 except ImportError:
@@ -104,15 +102,14 @@ def main() -> None:
             msg="the miglab Python package is required on the controller (pip install miglab)"
         )
     try:
-        lab = load_lab(module.params["inventory"])
-        campaign = load_campaign(module.params["campaign"], lab)
+        campaign, lab = load_checked(module.params["campaign"], module.params["inventory"])
         plan = plan_campaign(campaign, lab).as_json()
     except ValidationError as exc:
         lines = [str(p) for p in exc.problems]
         module.fail_json(msg="invalid input:\n" + "\n".join(lines), problems=lines)
     for w in campaign.warnings:
         module.warn(w)
-    module.exit_json(changed=False, plan=plan, warnings=list(campaign.warnings))
+    module.exit_json(changed=False, plan=plan, validation_warnings=list(campaign.warnings))
 
 
 if __name__ == "__main__":

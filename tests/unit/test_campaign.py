@@ -216,3 +216,46 @@ def test_mmio_below_nvidia_documented_size_warns(sim_lab):
         assert any("vm.mmio_gb" in w and str(need) in w for w in c.warnings)
     else:
         assert not c.warnings
+
+
+def test_gpu_from_a_capture_works_without_the_catalog(tmp_path):
+    """A GPU missing from the catalog, described by real nvidia-smi output (H200 capture)."""
+    from conftest import FIXTURES
+
+    nvs = FIXTURES / "nvidia-smi"
+    capture = tmp_path / "gpu.txt"
+    capture.write_text(
+        (nvs / "h200-mig-lgip.txt").read_text() + (nvs / "h200-mig-lgipp.txt").read_text()
+    )
+    campaign = tmp_path / "c.yml"
+    campaign.write_text(
+        GOOD.replace("gpu: A100-PCIE-80GB", "gpu: LAB-GPU-X\ngpu_capture: gpu.txt")
+        .replace("7g.80gb", "7g.141gb")
+        .replace("2g.20gb", "2g.35gb")
+        .replace("1g.10gb", "1g.18gb")
+    )
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(
+        "all:\n  children:\n    esxi_hosts:\n      hosts:\n        h1:\n"
+        "          miglab_host_gpus: [{model: LAB-GPU-X, count: 2}]\n"
+        "          miglab_host_cpus: 64\n          miglab_host_memory_gb: 512\n"
+    )
+    res = run_cli("plan", campaign, "-i", inventory, "--json")
+    assert res.returncode == 0, res.stderr
+    assert "no vSphere vGPU type is known" in res.stderr
+    import json
+
+    plan = json.loads(res.stdout)
+    assert plan["gpu"] == "LAB-GPU-X"
+    b = next(s for s in plan["scenarios"] if s["id"] == "b")
+    assert sorted(v["start_slice"] for v in b["vms"]) == [0, 2, 4, 6]
+
+
+def test_campaign_and_inventory_problems_are_reported_together(tmp_path):
+    campaign = _write(tmp_path, GOOD.replace("runs: 1", "runs: 0"))
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text("all:\n  children:\n    esxi_hosts:\n      hosts:\n        h1: {}\n")
+    res = run_cli("validate", campaign, "-i", inventory)
+    assert res.returncode == 2
+    assert f"error: {campaign}: mlperf.runs" in res.stderr
+    assert f"error: {inventory}: " in res.stderr and "miglab_host_gpus: is required" in res.stderr

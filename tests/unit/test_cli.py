@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import yaml
 
@@ -154,3 +155,23 @@ def test_h200_example_plan():
     plan = json.loads(res.stdout)
     scale = next(s for s in plan["scenarios"] if s["id"] == "scale-out")
     assert len(scale["gpus"]) == 4 and len(scale["vms"]) == 28
+
+
+def test_gpu_inspect_real_captures():
+    for name in ("h200-q.txt", "h200-q.xml", "h200-query-gpu.csv"):
+        res = run_cli("gpu", "inspect", FIXTURES / "nvidia-smi" / name, "--json")
+        assert res.returncode == 0, res.stderr
+        (gpu,) = json.loads(res.stdout)
+        assert gpu["catalog"] == "H200-SXM" and gpu["driver_version"] == "580.159.04"
+        assert gpu["mig_mode_current"] == "Disabled" and gpu["mig_change_pending"] is False
+
+
+def test_gpu_inspect_sees_a_pending_mig_change(tmp_path):
+    # The real capture with MIG "Pending: Enabled", as after `nvidia-smi -mig 1` before a reboot.
+    text = (FIXTURES / "nvidia-smi" / "h200-q.txt").read_text()
+    head, tail = text.split("MIG Mode", 1)
+    tail = re.sub(r"(Pending\s+: )Disabled", r"\1Enabled", tail, count=1)
+    f = tmp_path / "pending.txt"
+    f.write_text(head + "MIG Mode" + tail)
+    (gpu,) = json.loads(run_cli("gpu", "inspect", f, "--json").stdout)
+    assert gpu["mig_mode_pending"] == "Enabled" and gpu["mig_change_pending"] is True
