@@ -27,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from miglab import yamlio
 from miglab.errors import Problems
 
 __all__ = ["DeviceConfig", "MigPartedSpec", "dump", "load", "profile_name_problem"]
@@ -59,51 +60,15 @@ class MigPartedSpec:
 # --------------------------------------------------------------------------------------------
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that records every duplicate mapping key instead of keeping the last one."""
-
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self.duplicates: list[tuple[int, Any]] = []
-
-    def construct_mapping(self, node, deep=False):
-        if isinstance(node, yaml.MappingNode):
-            seen: set = set()
-            for key_node, _value_node in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge":
-                    continue  # "<<: *anchor" merges are overridable by explicit keys
-                key = self.construct_object(key_node, deep=True)
-                try:
-                    is_duplicate = key in seen
-                except TypeError:  # unhashable key: the base class reports it
-                    continue
-                if is_duplicate:
-                    self.duplicates.append((key_node.start_mark.line + 1, key))
-                seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
 def _yaml_load(text: str, problems: Problems) -> tuple[bool, Any]:
-    """(parsed, data): parsed is False when the text is not YAML at all."""
+    """(parsed, data): parsed is False when the text is not usable YAML (problems say why).
+    Duplicate keys, alias bombs and oversized files are refused by miglab's strict reader."""
     if not isinstance(text, str):
         problems.add("", f"expected text, got {type(text).__name__}")
         return False, None
-    loader = _StrictLoader(text)
-    try:
-        data = loader.get_single_data()
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"line {mark.line + 1}" if mark is not None else ""
-        problems.add(where, f"not valid YAML: {exc.problem or exc}")
-        return False, None
-    except yaml.YAMLError as exc:
-        problems.add("", f"not valid YAML: {exc}")
-        return False, None
-    finally:
-        loader.dispose()
-    for line, key in sorted(loader.duplicates, key=lambda d: d[0]):
-        problems.add(f"line {line}", f"duplicate key {key!r}")
-    return True, data
+    before = len(problems.items)
+    data = yamlio.load_bytes(text.encode("utf-8"), problems.file, problems)
+    return len(problems.items) == before, data
 
 
 # --------------------------------------------------------------------------------------------

@@ -298,15 +298,19 @@ def test_rule_duplicate_yaml_keys():
         "    - devices: all\n"
         "      mig-enabled: false\n"
     )
-    assert problems_of(text) == [
-        ("line 6", "duplicate key 'mig-enabled'"),
-        ("line 7", "duplicate key 'c'"),
-    ]
+    found = dict(problems_of(text))
+    assert set(found) == {"mig-configs.c", "mig-configs.c[0].mig-enabled"}
+    assert "duplicate key 'c' (lines 3 and 7)" in found["mig-configs.c"]
+    assert "duplicate key 'mig-enabled' (lines 5 and 6)" in found["mig-configs.c[0].mig-enabled"]
 
 
 def test_rule_not_yaml():
     assert problems_of("version: v1\nmig-configs: [\n") == [
-        ("line 3", "not valid YAML: expected the node content, but found '<stream end>'")
+        (
+            "",
+            "not valid YAML at line 3, column 1: expected the node content, but found "
+            "'<stream end>'",
+        )
     ]
 
 
