@@ -1,0 +1,301 @@
+#!/usr/bin/python
+"""Ansible module miglab.lab.vgpu_vm: converge one or many vGPU VMs in one call."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: vgpu_vm
+short_description: Create, reconfigure, power and remove VMs with NVIDIA vGPUs on vSphere
+description:
+  - Converges one VM (O(name)) or many (O(vms)) to a spec in one call and one vCenter session
+    C(EFI firmware, vCPUs, memory fully reserved and locked to max, the three pciPassthru
+    settings, vGPU devices, disk, network, guest OS, placement on a host, power state).
+  - Every VM is validated first (host exists, each vGPU type is offered by the host's
+    C(sharedGpuCapabilities), datastore, network, template); on any problem nothing is changed.
+  - The VMs' vCenter tasks run concurrently (at most O(concurrency) at a time); the result reports
+    each VM.
+  - The MMIO size defaults to what NVIDIA documents for the vGPU's GPU (miglab's catalog); a
+    smaller O(mmio_gb) is applied with a warning.
+  - Check mode and diff mode report exactly what would change and change nothing.
+version_added: "0.1.0"
+author: miglab developers
+extends_documentation_fragment: [miglab.lab.vmware]
+options:
+  datacenter:
+    description: Datacenter of the VMs; the first one when not set.
+    type: str
+  vms:
+    description:
+      - The VMs. Keys not given in an item are taken from the module's top-level options of the
+        same name.
+    type: list
+    elements: dict
+  name:
+    description: Name of a single VM (instead of O(vms)).
+    type: str
+  state:
+    description: V(present) converges the VM, V(absent) powers it off and deletes it.
+    type: str
+    choices: [present, absent]
+  host:
+    description: ESXi host (name as in vCenter) the VM is created on / moved to.
+    type: str
+  datastore:
+    description: Datastore for a new VM.
+    type: str
+  folder:
+    description: VM folder path under the datacenter's VM folder (created when missing).
+    type: str
+  network:
+    description: Port group of the VM's vmxnet3 NIC.
+    type: str
+  guest_id:
+    description: vSphere guest OS identifier.
+    type: str
+  vcpus:
+    description: Number of vCPUs.
+    type: int
+  memory_gb:
+    description: Memory in GB; vGPU VMs reserve all of it (locked to max).
+    type: int
+  secure_boot:
+    description: Enable UEFI secure boot.
+    type: bool
+  vgpus:
+    description: vSphere vGPU types, one device each (for example V(grid_a100d-2-20c)).
+    type: list
+    elements: str
+  mmio_gb:
+    description:
+      - C(pciPassthru.64bitMMIOSizeGB). Default from miglab's GPU catalog (NVIDIA's documented
+        size per vGPU, summed over the VM's vGPUs, rounded up to a power of two).
+    type: int
+  advanced_settings:
+    description: Further VMX advanced settings (C(extraConfig)) to set.
+    type: dict
+  disk_gb:
+    description: Size of the first disk in GB (only grown, never shrunk).
+    type: int
+  template:
+    description: Clone a new VM from this template or VM.
+    type: str
+  power_state:
+    description: Power state to converge to; V(unchanged) leaves it as it is.
+    type: str
+    choices: [poweredon, poweredoff, unchanged]
+  allow_power_off:
+    description:
+      - Power a running VM off when a change needs it (vGPU, vCPU, memory, firmware, host),
+        then back on.
+    type: bool
+    default: false
+  concurrency:
+    description: How many VMs' vCenter tasks may run at the same time.
+    type: int
+    default: 8
+  timeout:
+    description: Seconds to wait for each vCenter task.
+    type: int
+    default: 900
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+"""
+
+EXAMPLES = r"""
+- name: The seed's scenario 6 (three VMs sharing one A100 80GB)
+  miglab.lab.vgpu_vm:
+    hostname: vcenter.lab.example
+    username: administrator@vsphere.local
+    password: "{{ vault_vcenter_password }}"
+    host: esxi-01.lab.example
+    datastore: datastore1
+    network: VM Network
+    vcpus: 32
+    memory_gb: 64
+    mmio_gb: 64
+    power_state: poweredon
+    vms:
+      - {name: s6-vm1, vgpus: [grid_a100d-4-40c]}
+      - {name: s6-vm2, vgpus: [grid_a100d-2-20c]}
+      - {name: s6-vm3, vgpus: [grid_a100d-1-10c]}
+
+- name: Remove them
+  miglab.lab.vgpu_vm:
+    state: absent
+    vms: [{name: s6-vm1}, {name: s6-vm2}, {name: s6-vm3}]
+"""
+
+RETURN = r"""
+vms:
+  description: One entry per VM, in the order given.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: VM name.
+      type: str
+    changed:
+      description: Whether the VM changed (or would, in check mode).
+      type: bool
+    actions:
+      description: What was (or would be) done, for example V(create), V(reconfigure: vcpus 16 -> 32).
+      type: list
+      elements: str
+    failed:
+      description: Whether this VM failed.
+      type: bool
+    msg:
+      description: The VM's error, if any.
+      type: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+
+from ansible_collections.miglab.lab.plugins.module_utils.vmware import (  # noqa: E402
+    connection_argument_spec,
+    require_miglab,
+    vsphere_session,
+)
+
+VM_KEYS = {
+    "name": {"type": "str"},
+    "state": {"type": "str", "choices": ["present", "absent"]},
+    "host": {"type": "str"},
+    "datastore": {"type": "str"},
+    "folder": {"type": "str"},
+    "network": {"type": "str"},
+    "guest_id": {"type": "str"},
+    "vcpus": {"type": "int"},
+    "memory_gb": {"type": "int"},
+    "secure_boot": {"type": "bool"},
+    "vgpus": {"type": "list", "elements": "str"},
+    "mmio_gb": {"type": "int"},
+    "advanced_settings": {"type": "dict"},
+    "disk_gb": {"type": "int"},
+    "template": {"type": "str"},
+    "power_state": {"type": "str", "choices": ["poweredon", "poweredoff", "unchanged"]},
+}
+DEFAULTS = {
+    "state": "present",
+    "guest_id": "ubuntu64Guest",
+    "vcpus": 32,
+    "memory_gb": 64,
+    "secure_boot": False,
+    "vgpus": [],
+    "advanced_settings": {},
+    "disk_gb": 64,
+    "power_state": "unchanged",
+}
+
+
+def _desired(module) -> list:
+    from miglab.vsphere.vmspec import VmDesired, required_mmio_gb
+
+    p = module.params
+    items = p["vms"] if p["vms"] is not None else ([{"name": p["name"]}] if p["name"] else [])
+    if not items:
+        module.fail_json(msg="one of name or vms is required")
+    out = []
+    for k, item in enumerate(items):
+        unknown = set(item) - set(VM_KEYS)
+        if unknown:
+            module.fail_json(
+                msg=f"vms[{k}]: unknown key(s) {', '.join(sorted(unknown))} "
+                f"(known: {', '.join(VM_KEYS)})"
+            )
+        merged = {key: item.get(key, p.get(key)) for key in VM_KEYS}
+        for key, value in DEFAULTS.items():
+            if merged[key] is None:
+                merged[key] = value
+        if not merged["name"]:
+            module.fail_json(msg=f"vms[{k}]: name is required")
+        vgpus = [str(v).lower() for v in merged["vgpus"]]
+        mmio = merged["mmio_gb"] if merged["mmio_gb"] is not None else required_mmio_gb(vgpus)
+        out.append(
+            VmDesired(
+                name=merged["name"],
+                state=merged["state"],
+                host=merged["host"],
+                datastore=merged["datastore"],
+                folder=merged["folder"],
+                network=merged["network"],
+                guest_id=merged["guest_id"],
+                vcpus=int(merged["vcpus"]),
+                memory_mb=int(merged["memory_gb"]) * 1024,
+                secure_boot=bool(merged["secure_boot"]),
+                vgpus=vgpus,
+                mmio_gb=mmio,
+                advanced={str(a): str(b) for a, b in (merged["advanced_settings"] or {}).items()},
+                disk_gb=merged["disk_gb"],
+                template=merged["template"],
+                power_state=merged["power_state"],
+            )
+        )
+    return out
+
+
+def main() -> None:
+    spec = connection_argument_spec()
+    spec.update({key: dict(value) for key, value in VM_KEYS.items()})
+    spec.update(
+        {
+            "datacenter": {"type": "str"},
+            "vms": {"type": "list", "elements": "dict"},
+            "allow_power_off": {"type": "bool", "default": False},
+            "concurrency": {"type": "int", "default": 8},
+            "timeout": {"type": "int", "default": 900},
+        }
+    )
+    module = AnsibleModule(
+        argument_spec=spec, supports_check_mode=True, mutually_exclusive=[("name", "vms")]
+    )
+    require_miglab(module)
+    from miglab.vsphere.vms import VmConverger
+
+    wanted = _desired(module)
+    with vsphere_session(module) as si:
+        conv = VmConverger(
+            si,
+            module.params["datacenter"],
+            module.params["concurrency"],
+            module.params["allow_power_off"],
+            module.params["timeout"],
+        )
+        results = conv.converge(wanted, check_mode=module.check_mode)
+    for r in results:
+        for w in r.warnings:
+            module.warn(w)
+    out = {
+        "changed": any(r.changed and not r.error for r in results),
+        "vms": [r.as_dict() for r in results],
+    }
+    if module._diff:
+        out["diff"] = [
+            {
+                "before_header": r.name,
+                "after_header": r.name,
+                "before": _public(r.before),
+                "after": _public(r.after),
+            }
+            for r in results
+            if r.changed
+        ]
+    failed = [r for r in results if r.error]
+    if failed:
+        module.fail_json(msg="; ".join(r.error for r in failed), **out)
+    module.exit_json(**out)
+
+
+def _public(view):
+    if view is None:
+        return {}
+    return {k: v for k, v in view.items() if not k.startswith("_")}
+
+
+if __name__ == "__main__":
+    main()
