@@ -63,7 +63,6 @@ restart_needed:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-
 from ansible_collections.miglab.lab.plugins.module_utils.vmware import (  # noqa: E402
     connection_argument_spec,
     require_miglab,

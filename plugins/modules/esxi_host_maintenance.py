@@ -65,7 +65,6 @@ reboot_seconds:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-
 from ansible_collections.miglab.lab.plugins.module_utils.vmware import (  # noqa: E402
     connection_argument_spec,
     require_miglab,

@@ -143,7 +143,7 @@ vms:
       description: Whether the VM changed (or would, in check mode).
       type: bool
     actions:
-      description: What was (or would be) done, for example V(create), V(reconfigure: vcpus 16 -> 32).
+      description: What was (or would be) done, for example V(create) or V(power on).
       type: list
       elements: str
     failed:
@@ -155,7 +155,6 @@ vms:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-
 from ansible_collections.miglab.lab.plugins.module_utils.vmware import (  # noqa: E402
     connection_argument_spec,
     require_miglab,
