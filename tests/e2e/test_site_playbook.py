@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, SEED
+from testlib import ROOT, SEED
 
 pytestmark = pytest.mark.e2e
 

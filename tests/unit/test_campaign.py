@@ -6,9 +6,9 @@ import textwrap
 
 import pytest
 
-from conftest import ROOT, SEED, run_cli
 from miglab.campaign import load_campaign
 from miglab.errors import ValidationError
+from testlib import ROOT, SEED, run_cli
 
 GOOD = textwrap.dedent("""\
     version: 1
@@ -220,7 +220,7 @@ def test_mmio_below_nvidia_documented_size_warns(sim_lab):
 
 def test_gpu_from_a_capture_works_without_the_catalog(tmp_path):
     """A GPU missing from the catalog, described by real nvidia-smi output (H200 capture)."""
-    from conftest import FIXTURES
+    from testlib import FIXTURES
 
     nvs = FIXTURES / "nvidia-smi"
     capture = tmp_path / "gpu.txt"

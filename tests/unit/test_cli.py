@@ -7,7 +7,7 @@ import re
 
 import yaml
 
-from conftest import FIXTURES, ROOT, SEED, run_cli
+from testlib import FIXTURES, ROOT, SEED, run_cli
 
 
 def test_validate_seed():

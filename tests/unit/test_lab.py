@@ -77,8 +77,8 @@ def test_inventory_without_hosts(tmp_path):
 
 
 def test_campaign_gpu_missing_from_lab(tmp_path, catalog):
-    from conftest import SEED
     from miglab.campaign import load_campaign
+    from testlib import SEED
 
     f = tmp_path / "hosts.yml"
     f.write_text(INV.replace("A100-PCIE-80GB", "H200-SXM").replace("H100-PCIE-80GB", "H200-SXM"))

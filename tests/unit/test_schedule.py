@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from conftest import SEED
 from miglab.campaign import load_campaign
 from miglab.schedule import job_duration, plan_schedule
+from testlib import SEED
 
 
 def test_seed_schedule_is_parallel_safe_and_bounded(sim_lab):
