@@ -1,0 +1,79 @@
+"""Module documentation matches the code (what ansible-test's validate-modules checks most):
+DOCUMENTATION/EXAMPLES/RETURN parse, every option of argument_spec is documented with the same
+type/default/choices and vice versa (doc fragments included), and no_log on secrets."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import pytest
+import yaml
+
+from testlib import ROOT
+
+MODULES = sorted(p.stem for p in (ROOT / "plugins" / "modules").glob("*.py"))
+
+
+class _Captured(Exception):
+    def __init__(self, kwargs):
+        self.kwargs = kwargs
+
+
+def _spec_of(name: str) -> dict:
+    sys.path.insert(0, str(ROOT / "collections"))
+    try:
+        mod = importlib.import_module(f"ansible_collections.miglab.lab.plugins.modules.{name}")
+    finally:
+        sys.path.pop(0)
+
+    def fake(**kwargs):
+        raise _Captured(kwargs)
+
+    orig = mod.AnsibleModule
+    mod.AnsibleModule = fake
+    try:
+        mod.main()
+    except _Captured as cap:
+        return mod, cap.kwargs["argument_spec"]
+    finally:
+        mod.AnsibleModule = orig
+    raise AssertionError(f"{name}.main() did not build an AnsibleModule")
+
+
+def _documented_options(doc: dict) -> dict:
+    options = dict(doc.get("options") or {})
+    for frag in doc.get("extends_documentation_fragment") or []:
+        assert frag.startswith("miglab.lab."), frag
+        fname = frag.split(".")[-1]
+        sys.path.insert(0, str(ROOT / "collections"))
+        try:
+            fmod = importlib.import_module(
+                f"ansible_collections.miglab.lab.plugins.doc_fragments.{fname}")
+        finally:
+            sys.path.pop(0)
+        options.update(yaml.safe_load(fmod.ModuleDocFragment.DOCUMENTATION)["options"])
+    return options
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_module_docs_match_argument_spec(name):
+    mod, spec = _spec_of(name)
+    doc = yaml.safe_load(mod.DOCUMENTATION)
+    assert doc["module"] == name
+    assert doc["short_description"] and doc["description"]
+    assert isinstance(yaml.safe_load(mod.EXAMPLES), list)
+    assert isinstance(yaml.safe_load(mod.RETURN), dict)
+    assert f"miglab.lab.{name}" in mod.EXAMPLES, "examples use the FQCN"
+    options = _documented_options(doc)
+    assert set(options) == set(spec), (set(options) ^ set(spec))
+    for opt, arg in spec.items():
+        d = options[opt]
+        assert d.get("type", "str") == arg.get("type", "str"), opt
+        assert d.get("default") == arg.get("default"), opt
+        assert d.get("choices") == arg.get("choices"), opt
+        assert bool(d.get("required")) == bool(arg.get("required")), opt
+        assert d.get("elements") == arg.get("elements"), opt
+        assert sorted(d.get("aliases") or []) == sorted(arg.get("aliases") or []), opt
+        if opt in ("password", "token"):
+            assert arg.get("no_log") is True
