@@ -330,6 +330,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gpu", help="GPU model when the file has no device-filter")
     p.add_argument("--name", default="from-mig-parted", help="campaign name")
     p.set_defaults(func=cmd_gpu_from_mig_parted)
+    from miglab.mlperf.cli import register as register_results
+
+    register_results(sub)
     return ap
 
 

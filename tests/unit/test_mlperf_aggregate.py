@@ -1,0 +1,392 @@
+"""Aggregation of concurrent VMs on synthetic results trees built from real published logs.
+
+Every tree is made of copies of Dell's MLPerf v1.1 R750xa MIG ResNet50 Offline detail log (or
+NVIDIA's v4.1 H200 Server log), without the summary file so that an edited value is not
+contradicted by it. Each test edits only what it is about and says what: the
+``result_samples_per_second`` values (to get a spread over runs and VMs), the ``power_begin``/
+``power_end`` timestamps (to move a VM's run window), ``result_validity``, an added error line,
+or a removed run folder. All VMs of a run otherwise share the real log's run window.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import statistics
+from contextlib import redirect_stderr, redirect_stdout
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from miglab.errors import ValidationError
+from miglab.mlperf.aggregate import aggregate_results, campaign_context, normalize_plan
+from miglab.mlperf.cli import main
+from testlib import FIXTURES, SEED
+
+RESULTS = FIXTURES / "mlperf/inference_results_v1.1/closed/Dell/results"
+OFFLINE = (
+    RESULTS
+    / "R750xa_A100-PCIE-80GB-MIG_28x1g.10gb_TRT_Triton/resnet50/Offline/performance/run_1"
+    / "mlperf_log_detail.txt"
+)
+H200_SERVER = (
+    FIXTURES
+    / "mlperf/inference_results_v4.1/closed/NVIDIA/results/H200-SXM-141GBx8_TRT/resnet50/Server"
+    / "performance/run_1/mlperf_log_detail.txt"
+)
+POWER_FMT = "%m-%d-%Y %H:%M:%S.%f"
+
+# Throughput per VM and run (edited into result_samples_per_second). s1 has the real value in
+# run 1; s6's run totals are 144541, 144000 and 145082 (mean 144541 = s1's mean * 1.0577).
+S1 = {"vm1": [136656, 135000, 138312]}
+S6 = {
+    "vm1": [82000, 81700, 82300],
+    "vm2": [41000, 40800, 41200],
+    "vm3": [21541, 21500, 21582],
+}
+
+
+def edit_mllog(text: str, values: dict | None = None, drop: tuple = ()) -> str:
+    """Change the value of the first line of each key in ``values``; drop lines of ``drop``."""
+    values = dict(values or {})
+    out = []
+    for line in text.splitlines(keepends=True):
+        if line.startswith(":::MLLOG"):
+            rec = json.loads(line[len(":::MLLOG ") :])
+            if rec["key"] in drop:
+                continue
+            if rec["key"] in values:
+                rec["value"] = values.pop(rec["key"])
+                line = ":::MLLOG " + json.dumps(rec) + "\n"
+        out.append(line)
+    assert not values, f"keys not in the log: {values}"
+    return "".join(out)
+
+
+def shifted_power(text: str, seconds: float) -> dict:
+    """New power_begin/power_end values, the real ones moved by ``seconds``."""
+    out = {}
+    for line in text.splitlines():
+        if line.startswith(":::MLLOG") and '"power_' in line:
+            rec = json.loads(line[len(":::MLLOG ") :])
+            if rec["key"] in ("power_begin", "power_end") and rec["key"] not in out:
+                t = datetime.strptime(rec["value"], POWER_FMT) + timedelta(seconds=seconds)
+                out[rec["key"]] = t.strftime(POWER_FMT)[:-3]
+    return out
+
+
+def run_dir(root: Path, scen: str, vm: str, n: int, bench="resnet50", mlscen="Offline") -> Path:
+    return root / scen / vm / bench / mlscen / "performance" / f"run_{n}"
+
+
+def build(root: Path, layout: dict, src: Path = OFFLINE, bench="resnet50", mlscen="Offline"):
+    """``layout``: scenario -> vm -> per-run values (None: keep the real value)."""
+    real = src.read_text()
+    key = "result_samples_per_second" if mlscen == "Offline" else None
+    for scen, vms in layout.items():
+        for vm, values in vms.items():
+            for n, v in enumerate(values, start=1):
+                d = run_dir(root, scen, vm, n, bench, mlscen)
+                d.mkdir(parents=True)
+                text = real if v is None or key is None else edit_mllog(real, {key: v})
+                (d / "mlperf_log_detail.txt").write_text(text)
+    return root
+
+
+def edit_run(root: Path, scen: str, vm: str, n: int, **kw) -> None:
+    f = run_dir(root, scen, vm, n) / "mlperf_log_detail.txt"
+    f.write_text(edit_mllog(f.read_text(), **kw))
+
+
+@pytest.fixture
+def seed_tree(tmp_path):
+    return build(tmp_path / "results" / "r750xa-a100-80gb-mig", {"s1": S1, "s6": S6})
+
+
+def totals(g):
+    return {r.run: (r.total if r.included else None) for r in g.runs}
+
+
+# --- sums, statistics, improvement ----------------------------------------------------------------
+def test_sum_over_vms_stats_and_improvement(seed_tree):
+    ctx = campaign_context(SEED)
+    assert ctx["baseline"] == "s1" and ctx["runs"] == 3
+    agg = aggregate_results(seed_tree.parent, **{k: ctx[k] for k in ("baseline", "plan", "runs")})
+    s1 = agg.group("s1", "resnet50", "Offline")
+    s6 = agg.group("s6", "resnet50", "Offline")
+    assert s1.campaign == s6.campaign == "r750xa-a100-80gb-mig"
+    assert totals(s1) == {1: 136656, 2: 135000, 3: 138312}
+    assert (s1.mean, s1.stdev, s1.min, s1.max, s1.count) == (136656, 1656, 135000, 138312, 3)
+    assert totals(s6) == {1: 144541, 2: 144000, 3: 145082}
+    assert s6.mean == 144541
+    assert s6.stdev == pytest.approx(statistics.stdev([144541, 144000, 145082]))
+    assert s6.spread_pct == pytest.approx((145082 - 144000) / 144541 * 100)
+    assert s6.per_vm_mean == {"vm1": 82000, "vm2": 41000, "vm3": 21541}
+    assert s6.profiles == {"vm1": "4g.40gb", "vm2": "2g.20gb", "vm3": "1g.10gb"}
+    assert s6.scenario_profiles == "1x 4g.40gb + 1x 2g.20gb + 1x 1g.10gb"
+    assert s6.improvement_pct == pytest.approx(7885 / 136656 * 100)
+    assert round(s6.improvement_pct, 2) == 5.77  # the seed's scenario 6 ResNet50 figure
+    assert s1.improvement_pct == 0.0
+    assert all(r.overlap_fraction == 1.0 and r.window_source == "power" for r in s6.runs)
+    assert s6.status == "ok" and s6.submission_valid
+    assert s6.metric == "result_samples_per_second" and s6.combine == "sum"
+    assert agg.problems == []
+
+
+def test_results_root_with_several_campaigns(seed_tree, tmp_path):
+    build(tmp_path / "results" / "other", {"s1": {"vm1": [100000]}})
+    agg = aggregate_results(tmp_path / "results", baseline="s1")
+    assert [(g.campaign, g.scenario) for g in agg.groups] == [
+        ("other", "s1"),
+        ("r750xa-a100-80gb-mig", "s1"),
+        ("r750xa-a100-80gb-mig", "s6"),
+    ]
+    assert agg.group("s1", "resnet50", "Offline", campaign="other").mean == 100000
+    assert agg.group("s6", "resnet50", "Offline").baseline_mean == 136656  # same campaign only
+
+
+# --- runs that do not count -----------------------------------------------------------------------
+def test_windows_that_do_not_overlap_exclude_the_run(seed_tree):
+    # edit: vm2's run_2 power_begin/power_end moved one hour later
+    f = run_dir(seed_tree, "s6", "vm2", 2) / "mlperf_log_detail.txt"
+    edit_run(seed_tree, "s6", "vm2", 2, values=shifted_power(f.read_text(), 3600))
+    g = aggregate_results(seed_tree, baseline="s1").group("s6", "resnet50", "Offline")
+    assert totals(g) == {1: 144541, 2: None, 3: 145082}
+    run2 = g.runs[1]
+    assert run2.overlap_fraction == 0.0
+    assert run2.reasons == [
+        "run windows do not overlap (power timestamps): vm1 ended 2021-08-07T15:07:13.055000 "
+        "before vm2 started 2021-08-07T15:54:41.562000"
+    ]
+    assert g.count == 2 and g.mean == (144541 + 145082) / 2 and g.status == "partial"
+    assert g.excluded_reasons == ["run_2: " + run2.reasons[0]]
+
+
+def test_partial_overlap_fraction_and_min_overlap(seed_tree):
+    # edit: vm3's run_1 power window moved 300 s later (still overlapping the others)
+    f = run_dir(seed_tree, "s6", "vm3", 1) / "mlperf_log_detail.txt"
+    edit_run(seed_tree, "s6", "vm3", 1, values=shifted_power(f.read_text(), 300))
+    span = 751.493  # power_end - power_begin of the real run
+    frac = (span - 300) / (span + 300)
+    g = aggregate_results(seed_tree).group("s6", "resnet50", "Offline")
+    assert g.runs[0].included and g.runs[0].overlap_fraction == pytest.approx(frac)
+    g = aggregate_results(seed_tree, min_overlap=0.5).group("s6", "resnet50", "Offline")
+    assert not g.runs[0].included
+    assert g.runs[0].reasons == [
+        "run windows overlap 42.9% (power timestamps), below the required 50%"
+    ]
+
+
+def test_invalid_vm_run_is_reported_not_summed(seed_tree):
+    # edit: vm3's run_3 result_validity flipped to INVALID with its min duration flag
+    edit_run(
+        seed_tree,
+        "s6",
+        "vm3",
+        3,
+        values={"result_validity": "INVALID", "result_min_duration_met": False},
+    )
+    g = aggregate_results(seed_tree).group("s6", "resnet50", "Offline")
+    assert totals(g) == {1: 144541, 2: 144000, 3: None}
+    assert g.runs[2].reasons == ["vm3: LoadGen says INVALID (not met: min_duration)"]
+    assert g.runs[2].values == {"vm1": 82300, "vm2": 41200}  # the usable ones, not summed
+
+
+def test_error_line_in_one_vm_excludes_its_run(seed_tree):
+    # edit: one LoadGen error line appended to vm1's run_1
+    f = run_dir(seed_tree, "s6", "vm1", 1) / "mlperf_log_detail.txt"
+    err = {"key": "error_runtime", "value": "boom", "time_ms": 1.0, "metadata": {"is_error": True}}
+    f.write_text(f.read_text() + ":::MLLOG " + json.dumps(err) + "\n")
+    g = aggregate_results(seed_tree).group("s6", "resnet50", "Offline")
+    assert not g.runs[0].included
+    assert g.runs[0].reasons == ["vm1: 1 error line(s): line 82: error_runtime: boom"]
+
+
+def test_missing_run_and_missing_vm(seed_tree):
+    # edit: vm2's run_3 folder removed, then all of vm3
+    shutil.rmtree(run_dir(seed_tree, "s6", "vm2", 3))
+    g = aggregate_results(seed_tree).group("s6", "resnet50", "Offline")
+    assert totals(g) == {1: 144541, 2: 144000, 3: None}
+    assert g.runs[2].reasons == ["vm2: run_3 missing"]
+    shutil.rmtree(seed_tree / "s6" / "vm3")
+    plan = campaign_context(SEED)["plan"]
+    g = aggregate_results(seed_tree, plan=plan).group("s6", "resnet50", "Offline")
+    assert g.status == "invalid" and g.mean is None
+    assert g.runs[0].reasons == ["no results from planned VM(s) r750xa-a100-80gb-mig-s6-vm3"]
+    # a plain scenario -> vgpus plan only knows the count
+    g = aggregate_results(seed_tree, plan={"s6": {"4g.40gb": 1, "2g.20gb": 1, "1g.10gb": 1}}).group(
+        "s6", "resnet50", "Offline"
+    )
+    assert g.runs[0].reasons == ["2 VM folder(s) found, the plan has 3 VMs"]
+    assert g.expected_vms == 3
+
+
+def test_expected_runs_from_the_campaign(seed_tree):
+    # edit: run_3 removed from every VM of s6
+    for vm in S6:
+        shutil.rmtree(run_dir(seed_tree, "s6", vm, 3))
+    g = aggregate_results(seed_tree, runs=3).group("s6", "resnet50", "Offline")
+    assert g.runs[2].reasons == [
+        "vm1: run_3 missing",
+        "vm2: run_3 missing",
+        "vm3: run_3 missing",
+    ]
+
+
+def test_unreadable_log_is_reported(seed_tree):
+    # edit: vm2's run_1 detail log replaced by text that is not a LoadGen log
+    (run_dir(seed_tree, "s6", "vm2", 1) / "mlperf_log_detail.txt").write_text("garbage\n")
+    g = aggregate_results(seed_tree).group("s6", "resnet50", "Offline")
+    assert not g.runs[0].included
+    (reason,) = g.runs[0].reasons
+    assert reason.startswith("vm2: unreadable log: ") and reason.endswith(
+        "not an MLPerf LoadGen detail log: no ':::MLLOG {json}' line"
+    )
+
+
+def test_summary_only_runs_cannot_prove_concurrency(tmp_path):
+    # edit: none; two VMs with only the real (unedited) summary file each
+    summary = OFFLINE.parent / "mlperf_log_summary.txt"
+    for vm in ("vm1", "vm2"):
+        d = run_dir(tmp_path, "s2", vm, 1)
+        d.mkdir(parents=True)
+        shutil.copy(summary, d)
+    g = aggregate_results(tmp_path).group("s2", "resnet50", "Offline")
+    assert g.runs[0].reasons == ["cannot check that the VMs ran at once: no common timestamps"]
+    g = aggregate_results(tmp_path, require_timestamps=False).group("s2", "resnet50", "Offline")
+    assert g.runs[0].included and g.runs[0].total == 2 * 136656
+    assert not g.runs[0].submission_valid
+    assert g.runs[0].submission_reasons == [
+        "concurrency not checked: cannot check that the VMs ran at once: no common timestamps"
+    ]
+
+
+@pytest.mark.parametrize("with_runner", [True, False])
+def test_window_fallbacks(seed_tree, with_runner):
+    # edit: power_begin/power_end removed from both s6 VMs' run_1 (and vm3 removed); with
+    # miglab_run.json runner times the runner window is used, else test_datetime + time_ms
+    shutil.rmtree(seed_tree / "s6" / "vm3")
+    for vm in ("vm1", "vm2"):
+        edit_run(seed_tree, "s6", vm, 1, drop=("power_begin", "power_end"))
+        if with_runner:
+            (run_dir(seed_tree, "s6", vm, 1) / "miglab_run.json").write_text(
+                json.dumps(
+                    {
+                        "started_at": "2026-01-05T10:00:00Z",
+                        "finished_at": f"2026-01-05T10:1{vm[-1]}:00Z",
+                        "simulated": False,
+                        "weights": "real",
+                        "backend": "nvidia",
+                    }
+                )
+            )
+    g = aggregate_results(seed_tree).group("s6", "resnet50", "Offline")
+    r = g.runs[0]
+    assert r.included
+    if with_runner:
+        assert r.window_source == "runner" and r.overlap_fraction == pytest.approx(
+            11 / 12
+        )  # 10:00-10:11, 10:00-10:12
+    else:
+        assert r.window_source == "log" and r.overlap_fraction == 1.0
+    assert [x.window_source for x in g.runs[1:]] == ["power", "power"]
+
+
+def test_server_v41_sums_completed_qps(tmp_path):
+    # edit: none; the real H200 v4.1 Server log in two VMs
+    build(tmp_path, {"s2": {"vm1": [None], "vm2": [None]}}, src=H200_SERVER, mlscen="Server")
+    g = aggregate_results(tmp_path).group("s2", "resnet50", "Server")
+    assert g.metric == "result_completed_samples_per_sec"
+    assert g.runs[0].total == 2 * 632229 and g.submission_valid
+
+
+def test_simulated_metadata_flows_to_groups(seed_tree):
+    # edit: a miglab_run.json in every s6 VM folder saying simulated, random weights
+    for vm in S6:
+        (seed_tree / "s6" / vm / "miglab_run.json").write_text(
+            json.dumps({"simulated": True, "backend": "reference", "weights": "random"})
+        )
+    agg = aggregate_results(seed_tree, baseline="s1")
+    s6 = agg.group("s6", "resnet50", "Offline")
+    assert (s6.simulated, s6.weights, s6.backends) == (True, ["random"], ["reference"])
+    assert agg.group("s1", "resnet50", "Offline").simulated is None
+    assert agg.simulated is True and agg.random_weights
+
+
+# --- bad input and layout -------------------------------------------------------------------------
+def test_bad_directories(tmp_path):
+    with pytest.raises(ValidationError) as exc:
+        aggregate_results(tmp_path / "nope")
+    assert str(exc.value.problems[0]) == f"{tmp_path / 'nope'}: (top): no such directory"
+    with pytest.raises(ValidationError) as exc:
+        aggregate_results(tmp_path)
+    assert "no mlperf_log_detail.txt or mlperf_log_summary.txt found" in str(exc.value)
+
+
+def test_files_outside_the_layout_are_listed(seed_tree):
+    stray = seed_tree / "s6" / "notes" / "run_1"
+    stray.mkdir(parents=True)
+    shutil.copy(OFFLINE, stray)
+    agg = aggregate_results(seed_tree)
+    assert len(agg.problems) == 1 and agg.problems[0].startswith(str(stray))
+    assert agg.group("s6", "resnet50", "Offline").status == "ok"
+
+
+# --- CLI ------------------------------------------------------------------------------------------
+def cli(*args):
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        rc = main([str(a) for a in args])
+    return rc, out.getvalue(), err.getvalue()
+
+
+def test_cli_aggregate_json_and_csv(seed_tree):
+    rc, out, _ = cli("results", "aggregate", seed_tree, "--json", "--campaign", SEED)
+    assert rc == 0
+    data = json.loads(out)
+    s6 = next(g for g in data["groups"] if g["scenario"] == "s6")
+    assert s6["mean"] == 144541 and s6["baseline"] == "s1"
+    assert [r["total"] for r in s6["runs"]] == [144541, 144000, 145082]
+    rc, out, _ = cli("results", "aggregate", seed_tree, "--csv", "--baseline", "s1")
+    assert rc == 0
+    header, row1, row2 = out.strip().splitlines()
+    assert header.startswith("campaign,scenario,benchmark,mlperf_scenario,vms,profiles")
+    assert ",s6,resnet50,Offline,3," in row2 and "run_1=144541;run_2=144000;run_3=145082" in row2
+    rc, out, _ = cli("results", "aggregate", seed_tree, "--baseline", "s1")
+    assert rc == 0 and "+5.77 % vs s1" in out
+
+
+def test_cli_bad_input_exits_2(tmp_path):
+    rc, _, err = cli("results", "aggregate", tmp_path / "missing")
+    assert rc == 2
+    assert err == f"error: {tmp_path / 'missing'}: (top): no such directory\n"
+    rc, _, err = cli("results", "parse", tmp_path / "missing", SEED)
+    assert rc == 2
+    assert err.splitlines() == [
+        f"error: {tmp_path / 'missing'}: (top): no such file or directory",
+        f"error: {SEED}: (top): not an MLPerf LoadGen detail log: no ':::MLLOG {{json}}' line",
+    ]
+
+
+def test_cli_parse(seed_tree):
+    rc, out, _ = cli("results", "parse", run_dir(seed_tree, "s6", "vm1", 1), "--json")
+    assert rc == 0
+    (rec,) = json.loads(out)
+    assert (rec["value"], rec["valid"], rec["benchmark"]) == (82000, True, "resnet50")
+    rc, out, _ = cli("results", "parse", seed_tree / "s1")
+    assert rc == 0 and out.count("LoadGen: VALID") == 3
+
+
+def test_plan_json_names_vm_profiles(seed_tree):
+    from miglab.planning import load_checked, plan_campaign
+
+    plan_json = plan_campaign(*load_checked(SEED, None)).as_json()  # `miglab plan --json`
+    plans = normalize_plan(plan_json)
+    assert plans["s6"].vms["r750xa-a100-80gb-mig-s6-vm2"] == "2g.20gb"
+    g = aggregate_results(seed_tree, plan=plan_json).group("s6", "resnet50", "Offline")
+    assert g.profiles == {"vm1": "4g.40gb", "vm2": "2g.20gb", "vm3": "1g.10gb"}
+    with pytest.raises(ValidationError) as exc:
+        normalize_plan({"s6": {"4g.40gb": "one"}})
+    assert str(exc.value) == "plan: s6.vgpus: must map vGPU profiles to positive counts"
