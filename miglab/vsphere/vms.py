@@ -44,12 +44,14 @@ class VmResult:
     after: dict | None = None
     error: str | None = None
     warnings: list[str] = field(default_factory=list)
+    done: list[str] = field(default_factory=list)  # actions that completed
 
     def as_dict(self) -> dict:
         return {
             "name": self.name,
             "changed": self.changed,
             "actions": self.actions,
+            "done": self.done,
             "failed": self.error is not None,
             "msg": self.error or "",
             "warnings": self.warnings,
@@ -266,10 +268,18 @@ class VmConverger:
             obj = self.vms[d.name][0]
             if "power off" in r.actions:
                 wait(obj.PowerOffVM_Task(), self.timeout_s, f"power off {d.name}")
+                r.done.append("power off")
             wait(obj.Destroy_Task(), self.timeout_s, f"destroy {d.name}")
+            r.done.append("destroy")
             return
-        obj = self._create(d) if d.name not in self.vms else self.vms[d.name][0]
+        if d.name in self.vms:
+            obj = self.vms[d.name][0]
+        else:
+            obj = self._create(d)
+            r.done.append(r.actions[0])
         for action in r.actions:
+            if action.startswith(("create", "clone from")):
+                continue
             if action == "power off":
                 wait(obj.PowerOffVM_Task(), self.timeout_s, f"power off {d.name}")
             elif action.startswith("relocate"):
@@ -281,6 +291,7 @@ class VmConverger:
                 wait(obj.ReconfigVM_Task(spec), self.timeout_s, f"reconfigure {d.name}")
             elif action == "power on":
                 wait(obj.PowerOnVM_Task(), self.timeout_s, f"power on {d.name}")
+            r.done.append(action)
 
     def _folder(self, d: VmDesired):
         folder = self.dc.vmFolder

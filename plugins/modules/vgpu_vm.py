@@ -146,6 +146,10 @@ vms:
       description: What was (or would be) done, for example V(create) or V(power on).
       type: list
       elements: str
+    done:
+      description: The actions that completed (all of RV(vms[].actions) unless the VM failed).
+      type: list
+      elements: str
     failed:
       description: Whether this VM failed.
       type: bool
@@ -270,7 +274,9 @@ def main() -> None:
         for w in r.warnings:
             module.warn(w)
     out = {
-        "changed": any(r.changed and not r.error for r in results),
+        "changed": any(r.changed for r in results)
+        if module.check_mode
+        else any(r.done for r in results),
         "vms": [r.as_dict() for r in results],
     }
     if module._diff:

@@ -34,7 +34,7 @@ def run_module(
             host_pattern="localhost",
             inventory="localhost ansible_connection=local",
             module=f"miglab.lab.{name}",
-            module_args=json.dumps(args),
+            module_args=json.dumps(args) if args else None,
             cmdline=cmdline or None,
             envvars=envvars,
             quiet=True,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ssl
 
 import pytest
+import vcsim_lab
 
 from modrun import run_module
 
@@ -134,7 +135,18 @@ def test_default_mmio_from_catalog(vcsim):
     run_module("vgpu_vm", {**conn(vcsim), "name": "it-mmio", "state": "absent"})
 
 
-def test_power_on_and_cold_change_needs_permission(vcsim):
+def test_power_on_needs_shared_direct(vcsim):
+    res = run_module("vgpu_vm", vm_args(vcsim, "it-shared", power_state="poweredon"))
+    # vCenter (the simulator, like ESXi) refuses a vGPU VM on a host in "shared" graphics mode
+    assert res["failed"] and "sharedDirect" in res["msg"]
+    assert res["changed"] and res["vms"][0]["done"] == ["create"]  # created, not powered on
+    run_module("vgpu_vm", {**conn(vcsim), "name": "it-shared", "state": "absent"})
+
+
+def test_power_on_and_cold_change_needs_permission(vcsim_factory):
+    lab = vcsim_lab.default_lab()
+    lab["hosts"][0]["graphics_type"] = "sharedDirect"
+    vcsim = vcsim_factory(lab)
     args = vm_args(vcsim, "it-power", power_state="poweredon")
     assert run_module("vgpu_vm", args)["changed"]
     assert read_vm(vcsim, "it-power")["power"] == "poweredOn"
@@ -225,7 +237,8 @@ def test_gpu_info_maps_devices_to_catalog(vcsim):
     assert "grid_a100d-2-20c" in host["vgpu_types"]
 
 
-def test_host_graphics_only_changes_what_is_set(vcsim):
+def test_host_graphics_only_changes_what_is_set(vcsim_factory):
+    vcsim = vcsim_factory()  # a lab of its own: this test changes host settings
     host = lab_names(vcsim)[0]
     base = {**conn(vcsim), "esxi_hostname": [host]}
     policy = run_module("esxi_host_graphics", dict(base, assignment_policy="consolidation"))
@@ -254,7 +267,8 @@ def test_host_graphics_only_changes_what_is_set(vcsim):
     )
 
 
-def test_maintenance_and_reboot_wait(vcsim):
+def test_maintenance_and_reboot_wait(vcsim_factory):
+    vcsim = vcsim_factory()  # a lab of its own: this test reboots the host
     host = lab_names(vcsim)[0]
     base = {**conn(vcsim), "esxi_hostname": host}
     refused = run_module("esxi_host_maintenance", dict(base, state="rebooted"))
@@ -271,9 +285,11 @@ def test_maintenance_and_reboot_wait(vcsim):
 
 
 def test_host_that_never_returns_is_a_clear_error(vcsim_factory):
-    with vcsim_factory(reboot_never_returns=True) as sim:
-        host = sim.lab["hosts"][0]["name"]
-        base = {**conn(sim), "esxi_hostname": host}
-        assert run_module("esxi_host_maintenance", dict(base, state="maintenance"))["changed"]
-        res = run_module("esxi_host_maintenance", dict(base, state="rebooted", timeout=8))
-        assert res["failed"] and "did not reconnect within 8 s" in res["msg"]
+    lab = vcsim_lab.default_lab()
+    lab["hosts"][0]["reboot_never_returns"] = True
+    sim = vcsim_factory(lab)
+    host = sim.lab["hosts"][0]["name"]
+    base = {**conn(sim), "esxi_hostname": host}
+    assert run_module("esxi_host_maintenance", dict(base, state="maintenance"))["changed"]
+    res = run_module("esxi_host_maintenance", dict(base, state="rebooted", timeout=8))
+    assert res["failed"] and "did not reconnect within 8 s" in res["msg"]
