@@ -1,0 +1,55 @@
+"""Integration fixtures: miglab's vSphere simulator (tests/sim/vcsim, see its README.md).
+
+- ``vcsim``: one simulator for the whole session, holding the built-in simulated lab
+  (inventories/sim). Shared: tests that change the lab (graphics config, reboots, maintenance
+  mode) should use a simulator of their own.
+- ``vcsim_factory``: ``vcsim_factory(lab=None, **kwargs)`` starts another simulator (arguments as
+  ``vcsim_lab.Vcsim``: ``delays``, ``reboot_seconds``, ...), stopped when the test ends. Build a
+  lab with ``vcsim_lab.lab_json(lab, catalog, host_extra={"*": {...}})`` or edit ``default_lab()``.
+
+The binary is built once per session by scripts/build-vcsim.sh (seconds when up to date); the
+tests are skipped only when Go cannot be installed here (no root, apt-get or package mirror).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+SIM_DIR = Path(__file__).resolve().parent.parent / "sim"
+if str(SIM_DIR) not in sys.path:
+    sys.path.insert(0, str(SIM_DIR))
+
+import vcsim_lab  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def vcsim_binary() -> Path:
+    try:
+        return vcsim_lab.build()
+    except vcsim_lab.BuildUnavailable as exc:
+        if vcsim_lab.BINARY.is_file():
+            return vcsim_lab.BINARY
+        pytest.skip(f"vSphere simulator unavailable: Go cannot be installed here ({exc})")
+
+
+@pytest.fixture(scope="session")
+def vcsim(vcsim_binary):
+    with vcsim_lab.Vcsim(binary=vcsim_binary) as sim:
+        yield sim
+
+
+@pytest.fixture
+def vcsim_factory(vcsim_binary):
+    started: list[vcsim_lab.Vcsim] = []
+
+    def make(lab: dict | None = None, **kwargs) -> vcsim_lab.Vcsim:
+        sim = vcsim_lab.Vcsim(lab, binary=vcsim_binary, **kwargs)
+        started.append(sim)
+        return sim.start()
+
+    yield make
+    for sim in started:
+        sim.stop()

@@ -1,0 +1,374 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25/methods"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/soap"
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+// faultBody is a SOAP fault reply to any method.
+type faultBody struct {
+	Fault_ *soap.Fault `xml:"http://schemas.xmlsoap.org/soap/envelope/ Fault,omitempty"`
+}
+
+func (b *faultBody) Fault() *soap.Fault { return b.Fault_ }
+
+// faultOf wraps a fault with a message that clients show (pyVmomi: fault.msg).
+func faultOf(f types.BaseMethodFault, msg string) *soap.Fault {
+	f.GetMethodFault().FaultMessage = []types.LocalizableMessage{{Key: "miglab.vcsim", Message: msg}}
+	return simulator.Fault(msg, f)
+}
+
+// taskBody is the reply of a *_Task method: the task's reference.
+func taskBody(method string, task types.ManagedObjectReference) soap.HasFault {
+	switch method {
+	case "PowerOnVM_Task":
+		return &methods.PowerOnVM_TaskBody{Res: &types.PowerOnVM_TaskResponse{Returnval: task}}
+	case "ReconfigVM_Task":
+		return &methods.ReconfigVM_TaskBody{Res: &types.ReconfigVM_TaskResponse{Returnval: task}}
+	case "CreateVM_Task":
+		return &methods.CreateVM_TaskBody{Res: &types.CreateVM_TaskResponse{Returnval: task}}
+	case "RebootHost_Task":
+		return &methods.RebootHost_TaskBody{Res: &types.RebootHost_TaskResponse{Returnval: task}}
+	case "ShutdownHost_Task":
+		return &methods.ShutdownHost_TaskBody{
+			Res: &types.ShutdownHost_TaskResponse{Returnval: task},
+		}
+	case "EnterMaintenanceMode_Task":
+		return &methods.EnterMaintenanceMode_TaskBody{
+			Res: &types.EnterMaintenanceMode_TaskResponse{Returnval: task},
+		}
+	case "ExitMaintenanceMode_Task":
+		return &methods.ExitMaintenanceMode_TaskBody{
+			Res: &types.ExitMaintenanceMode_TaskResponse{Returnval: task},
+		}
+	}
+	panic("taskBody: " + method)
+}
+
+func taskName(method string) string {
+	n := strings.TrimSuffix(method, "_Task")
+	return strings.ToLower(n[:1]) + n[1:]
+}
+
+// failedTask runs a task that fails with fault, its localized message msg (the stock Task.Run
+// writes only the fault's Go type there).
+func failedTask(obj mo.Reference, method string, fault types.BaseMethodFault, msg string) soap.HasFault {
+	fault.GetMethodFault().FaultMessage = []types.LocalizableMessage{
+		{Key: "miglab.vcsim", Message: msg},
+	}
+	task := simulator.CreateTask(obj, taskName(method),
+		func(*simulator.Task) (types.AnyType, types.BaseMethodFault) { return nil, fault })
+	ref := task.Run()
+	simulator.Map.Update(task, []types.PropertyChange{{
+		Name: "info.error",
+		Val:  types.LocalizedMethodFault{Fault: fault, LocalizedMessage: msg},
+	}})
+	return taskBody(method, ref)
+}
+
+// okTask runs a task that succeeds.
+func okTask(obj mo.Reference, method string) soap.HasFault {
+	task := simulator.CreateTask(obj, taskName(method),
+		func(*simulator.Task) (types.AnyType, types.BaseMethodFault) { return nil, nil })
+	return taskBody(method, task.Run())
+}
+
+// hook serves methods the stock simulator lacks and checks some it has; nil: run the stock one.
+func hook(ctx *simulator.Context, method string, this mo.Reference, req interface{}) soap.HasFault {
+	switch obj := this.(type) {
+	case *simulator.HostSystem:
+		hs := stateOf(obj.Self)
+		if hs == nil {
+			return nil
+		}
+		switch method {
+		case "RebootHost_Task":
+			return hs.reboot(method, req.(*types.RebootHost_Task).Force, false)
+		case "ShutdownHost_Task":
+			return hs.reboot(method, req.(*types.ShutdownHost_Task).Force, true)
+		case "EnterMaintenanceMode_Task":
+			if !hs.connected() {
+				f, msg := hs.notConnected()
+				return failedTask(obj, method, f, msg)
+			}
+			var on []string
+			for _, ref := range obj.Vm {
+				if vm, ok := simulator.Map.Get(ref).(*simulator.VirtualMachine); ok &&
+					vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn {
+					on = append(on, vm.Name)
+				}
+			}
+			if len(on) > 0 {
+				return failedTask(obj, method, &types.InvalidState{}, fmt.Sprintf(
+					"host %s has powered-on VMs (%s); power them off first (the simulated "+
+						"cluster has no DRS to migrate them)", obj.Name, strings.Join(on, ", ")))
+			}
+		case "ExitMaintenanceMode_Task":
+			if !hs.connected() {
+				f, msg := hs.notConnected()
+				return failedTask(obj, method, f, msg)
+			}
+		}
+	case *simulator.Folder:
+		if r, ok := req.(*types.CreateVM_Task); ok && r.Host != nil {
+			if hs := stateOf(*r.Host); hs != nil && !hs.connected() {
+				f, msg := hs.notConnected()
+				return failedTask(obj, method, f, msg)
+			}
+		}
+	case *simulator.VirtualMachine:
+		switch method {
+		case "PowerOnVM_Task":
+			return powerOnCheck(obj, method)
+		case "ReconfigVM_Task":
+			return reconfigCheck(obj, method, req.(*types.ReconfigVM_Task))
+		}
+	}
+	return nil
+}
+
+// done follows up on finished calls: vGPU uses of VMs that powered on, off or went away.
+func done(ctx *simulator.Context, method string, this mo.Reference, req interface{},
+	res soap.HasFault) {
+	switch method {
+	case "CreateVM_Task", "ReconfigVM_Task", "CloneVM_Task":
+		if vm := taskResultVM(method, this, res); vm != nil {
+			simulator.Map.WithLock(vm, func() { fixVM(vm) })
+		}
+	case "PowerOnVM_Task":
+		ref := this.Reference()
+		mu.Lock()
+		reconcile(&ref)
+		mu.Unlock()
+	case "PowerOffVM_Task", "ShutdownGuest", "SuspendVM_Task", "ResetVM_Task", "Destroy_Task",
+		"UnregisterVM", "PowerOnMultiVM_Task", "RebootGuest":
+		mu.Lock()
+		reconcile(nil)
+		mu.Unlock()
+	}
+}
+
+// powerOnCheck refuses to power on a VM on a host that is away or in maintenance mode, and a
+// vGPU VM whose memory is not fully reserved, whose vGPU type the host does not offer, or for
+// which no GPU is free in sharedDirect mode. Otherwise it places the vGPUs and lets the stock
+// power-on run.
+func powerOnCheck(vm *simulator.VirtualMachine, method string) soap.HasFault {
+	if vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn || vm.Runtime.Host == nil {
+		return nil // the stock method answers InvalidPowerState
+	}
+	hs := stateOf(*vm.Runtime.Host)
+	if hs == nil {
+		return nil
+	}
+	if !hs.connected() {
+		f, msg := hs.notConnected()
+		return failedTask(vm, method, f, msg)
+	}
+	if hs.host.Runtime.InMaintenanceMode {
+		return failedTask(vm, method, &types.InvalidState{},
+			"host "+hs.host.Name+" is in maintenance mode: VMs cannot power on")
+	}
+	vgpus := vgpusOf(vm)
+	if len(vgpus) == 0 {
+		return nil
+	}
+	memMB := int64(vm.Config.Hardware.MemoryMB)
+	locked := vm.Config.MemoryReservationLockedToMax != nil && *vm.Config.MemoryReservationLockedToMax
+	var reserved int64
+	if a := vm.Config.MemoryAllocation; a != nil && a.Reservation != nil {
+		reserved = *a.Reservation
+	}
+	if !locked && reserved < memMB {
+		return failedTask(vm, method, &types.GenericVmConfigFault{Reason: "memory reservation"},
+			fmt.Sprintf("Invalid memory setting: memory reservation (sched.mem.min) should be "+
+				"equal to memsize(%d). VM %s has a vGPU: reserve all its memory "+
+				"(memoryReservationLockedToMax)", memMB, vm.Name))
+	}
+	offered := map[string]bool{}
+	for _, t := range hs.host.Config.SharedPassthruGpuTypes {
+		offered[t] = true
+	}
+	for _, v := range vgpus {
+		if !offered[v] {
+			return failedTask(vm, method, &types.GenericVmConfigFault{Reason: "vGPU type"},
+				fmt.Sprintf("vGPU type %s of VM %s is not offered by host %s "+
+					"(config.sharedPassthruGpuTypes: %s)", v, vm.Name, hs.host.Name,
+					strings.Join(hs.host.Config.SharedPassthruGpuTypes, ", ")))
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if why := hs.place(vm.Self, vgpus); why != "" {
+		return failedTask(vm, method, &types.InsufficientResourcesFault{},
+			"cannot power on "+vm.Name+": "+why)
+	}
+	return nil
+}
+
+// reconfigCheck refuses to add, remove or change PCI passthrough / vGPU devices of a powered-on
+// VM (vSphere cannot hot-plug them).
+func reconfigCheck(vm *simulator.VirtualMachine, method string, req *types.ReconfigVM_Task) soap.HasFault {
+	if vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOff {
+		return nil
+	}
+	for _, c := range req.Spec.DeviceChange {
+		spec := c.GetVirtualDeviceConfigSpec()
+		if _, ok := spec.Device.(*types.VirtualPCIPassthrough); ok {
+			return failedTask(vm, method, &types.InvalidPowerState{
+				RequestedState: types.VirtualMachinePowerStatePoweredOff,
+				ExistingState:  vm.Runtime.PowerState,
+			}, "VM "+vm.Name+" is "+string(vm.Runtime.PowerState)+
+				": PCI passthrough and vGPU devices change only while it is powered off")
+		}
+	}
+	return nil
+}
+
+// reboot implements RebootHost_Task and ShutdownHost_Task (MethodNotFound in govmomi 0.24): the
+// task succeeds at once; the host then goes notResponding (power state unknown, or poweredOff
+// after a shutdown) and, after a reboot, comes back connected and poweredOn after the host's
+// reboot_seconds, with its configured graphics types in effect. A reboot needs maintenance mode
+// unless forced; a forced one powers off the host's VMs.
+func (hs *hostState) reboot(method string, force, shutdown bool) soap.HasFault {
+	h := hs.host
+	capable := h.Capability == nil || h.Capability.RebootSupported
+	if shutdown {
+		capable = h.Capability == nil || h.Capability.ShutdownSupported
+	}
+	if !capable {
+		return failedTask(h, method, &types.NotSupported{},
+			"host "+h.Name+" does not support "+taskName(method))
+	}
+	if !hs.connected() {
+		f, msg := hs.notConnected()
+		return failedTask(h, method, f, msg)
+	}
+	if !force && !h.Runtime.InMaintenanceMode {
+		return failedTask(h, method, &types.InvalidState{},
+			"host "+h.Name+" is not in maintenance mode (enter it first, or pass force)")
+	}
+	res := okTask(h, method)
+
+	for _, ref := range h.Vm { // a forced reboot: the VMs go down with the host
+		if vm, ok := simulator.Map.Get(ref).(*simulator.VirtualMachine); ok &&
+			vm.Runtime.PowerState != types.VirtualMachinePowerStatePoweredOff {
+			vm.Runtime.PowerState = types.VirtualMachinePowerStatePoweredOff
+			vm.Summary.Runtime.PowerState = types.VirtualMachinePowerStatePoweredOff
+			simulator.Map.Update(vm, []types.PropertyChange{
+				{Name: "runtime.powerState", Val: types.VirtualMachinePowerStatePoweredOff},
+				{Name: "summary.runtime.powerState", Val: types.VirtualMachinePowerStatePoweredOff},
+			})
+		}
+	}
+	mu.Lock()
+	hs.gen++
+	gen := hs.gen
+	for _, g := range hs.gpus {
+		g.uses = nil
+	}
+	hs.publish()
+	mu.Unlock()
+
+	if shutdown {
+		hs.setRuntime(types.HostSystemConnectionStateNotResponding,
+			types.HostSystemPowerStatePoweredOff, false)
+		return res
+	}
+	hs.setRuntime(types.HostSystemConnectionStateNotResponding, types.HostSystemPowerStateUnknown,
+		false)
+	if hs.lab.RebootNeverReturns {
+		return res
+	}
+	delay := time.Duration(hs.rebootSeconds * float64(time.Second))
+	go func() {
+		time.Sleep(delay)
+		simulator.Map.WithLock(h, func() {
+			mu.Lock()
+			if hs.gen != gen {
+				mu.Unlock()
+				return
+			}
+			hs.applyConfig()
+			hs.publish()
+			mu.Unlock()
+			hs.setRuntime(types.HostSystemConnectionStateConnected,
+				types.HostSystemPowerStatePoweredOn, true)
+		})
+	}()
+	return res
+}
+
+// taskResultVM is the VM a finished CreateVM_Task / CloneVM_Task made, or ReconfigVM_Task's VM.
+func taskResultVM(method string, this mo.Reference, res soap.HasFault) *simulator.VirtualMachine {
+	if method == "ReconfigVM_Task" {
+		vm, _ := this.(*simulator.VirtualMachine)
+		return vm
+	}
+	var ref types.ManagedObjectReference
+	switch b := res.(type) {
+	case *methods.CreateVM_TaskBody:
+		if b.Res == nil {
+			return nil
+		}
+		ref = b.Res.Returnval
+	case *methods.CloneVM_TaskBody:
+		if b.Res == nil {
+			return nil
+		}
+		ref = b.Res.Returnval
+	default:
+		return nil
+	}
+	task, ok := simulator.Map.Get(ref).(*simulator.Task)
+	if !ok || task.Info.State != types.TaskInfoStateSuccess {
+		return nil
+	}
+	vmRef, ok := task.Info.Result.(types.ManagedObjectReference)
+	if !ok {
+		return nil
+	}
+	vm, _ := simulator.Map.Get(vmRef).(*simulator.VirtualMachine)
+	return vm
+}
+
+// fixVM does what vSphere does and the stock simulator does not: memoryReservationLockedToMax
+// shows as a reservation of all memory, and a vGPU device is labelled as vSphere labels it.
+func fixVM(vm *simulator.VirtualMachine) {
+	if vm.Config == nil {
+		return
+	}
+	if l := vm.Config.MemoryReservationLockedToMax; l != nil && *l {
+		alloc := types.ResourceAllocationInfo{}
+		if vm.Config.MemoryAllocation != nil {
+			alloc = *vm.Config.MemoryAllocation
+		}
+		mem := int64(vm.Config.Hardware.MemoryMB)
+		alloc.Reservation = &mem
+		vm.Config.MemoryAllocation = &alloc
+		vm.Summary.Config.MemoryReservation = vm.Config.Hardware.MemoryMB
+	}
+	n := 0
+	for _, d := range vm.Config.Hardware.Device {
+		p, ok := d.(*types.VirtualPCIPassthrough)
+		if !ok {
+			continue
+		}
+		if p.DeviceInfo == nil {
+			p.DeviceInfo = &types.Description{Label: "pcipassthrough-"}
+		}
+		if info := p.DeviceInfo.GetDescription(); strings.HasPrefix(info.Label, "pcipassthrough-") {
+			info.Label = fmt.Sprintf("PCI device %d", n)
+			if b, ok := p.Backing.(*types.VirtualPCIPassthroughVmiopBackingInfo); ok {
+				info.Summary = "NVIDIA GRID vGPU " + b.Vgpu
+			}
+		}
+		n++
+	}
+}

@@ -1,0 +1,689 @@
+package main
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25/methods"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/soap"
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+const (
+	nvidiaVendorID   = 0x10de
+	nvidiaVendorName = "NVIDIA Corporation"
+	classID3D        = 0x0302 // PCI class "3D controller", as data-centre GPUs report
+	esxiVersion      = "7.0.3"
+	esxiBuild        = "19193900" // ESXi 7.0 Update 3c
+)
+
+// gpuUse is one vGPU of a powered-on VM placed on a physical GPU.
+type gpuUse struct {
+	vm      types.ManagedObjectReference
+	vgpu    string
+	pending bool // placed by PowerOnVM_Task's check, the power-on itself not finished yet
+}
+
+type gpuState struct {
+	LabGPU
+	active          string // active graphics type: "shared" or "sharedDirect"
+	passthruEnabled bool   // configured
+	passthruActive  bool   // in effect (since the last reboot, or applyNow)
+	uses            []gpuUse
+}
+
+// hostState is the GPU side of one simulated host. Lock order: a simulator object's lock (held
+// while its method runs) first, then mu; never take an object lock while holding mu.
+type hostState struct {
+	lab           *LabHost
+	host          *simulator.HostSystem
+	gm            *GraphicsManager
+	pt            *PciPassthruSystem
+	ss            *ServiceSystem
+	gpus          []*gpuState
+	config        types.HostGraphicsConfig // configured; in effect after a reboot
+	rebootSeconds float64
+	gen           int // counts reboots, so a stale reboot timer does nothing
+}
+
+var (
+	mu     sync.Mutex
+	states = map[types.ManagedObjectReference]*hostState{} // by HostSystem
+)
+
+func stateOf(ref types.ManagedObjectReference) *hostState {
+	mu.Lock()
+	defer mu.Unlock()
+	return states[ref]
+}
+
+// GraphicsManager is the host's HostGraphicsManager (configManager.graphicsManager).
+type GraphicsManager struct {
+	mo.HostGraphicsManager
+
+	hs *hostState
+}
+
+// PciPassthruSystem is the host's HostPciPassthruSystem (configManager.pciPassthruSystem).
+type PciPassthruSystem struct {
+	mo.HostPciPassthruSystem
+
+	hs   *hostState
+	base []types.BaseHostPciPassthruInfo // the stock devices' entries
+}
+
+// ServiceSystem is the host's HostServiceSystem (configManager.serviceSystem): a few services;
+// restarting xorg puts the configured graphics types in effect on GPUs no VM uses, as on ESXi.
+type ServiceSystem struct {
+	mo.HostServiceSystem
+
+	hs *hostState
+}
+
+// setupHost turns a stock simulated host into the lab's GPU server.
+func setupHost(h *simulator.HostSystem, lh *LabHost, rebootSeconds float64) *hostState {
+	hs := &hostState{lab: lh, host: h, rebootSeconds: rebootSeconds}
+	if lh.RebootSeconds != nil {
+		hs.rebootSeconds = *lh.RebootSeconds
+	}
+	hs.config = types.HostGraphicsConfig{
+		HostDefaultGraphicsType:        lh.GraphicsType,
+		SharedPassthruAssignmentPolicy: lh.AssignmentPolicy,
+	}
+	for _, g := range lh.GPUs {
+		hs.gpus = append(hs.gpus, &gpuState{LabGPU: g, active: lh.GraphicsType})
+	}
+
+	// CPU, memory, identity.
+	hz := int64(lh.CpuMhz) * 1000 * 1000
+	hw := h.Hardware // NewHostSystem gave each host its own copy; its slices are shared
+	hw.CpuInfo = types.HostCpuInfo{
+		NumCpuPackages: int16(lh.CpuPackages),
+		NumCpuCores:    int16(lh.CpuCores),
+		NumCpuThreads:  int16(lh.Cpus),
+		Hz:             hz,
+	}
+	var features []types.HostCpuIdInfo
+	if len(hw.CpuPkg) > 0 {
+		features = hw.CpuPkg[0].CpuFeature
+	}
+	hw.CpuPkg = nil
+	perPkg := lh.Cpus / lh.CpuPackages
+	for p := 0; p < lh.CpuPackages; p++ {
+		var threads []int16
+		for t := p * perPkg; t < (p+1)*perPkg; t++ {
+			threads = append(threads, int16(t))
+		}
+		hw.CpuPkg = append(hw.CpuPkg, types.HostCpuPackage{
+			Index: int16(p), Vendor: "intel", Hz: hz, BusHz: 100000000,
+			Description: lh.CpuModel, ThreadId: threads, CpuFeature: features,
+		})
+	}
+	hw.MemorySize = lh.MemoryGB << 30
+	hw.SystemInfo.Vendor = lh.Vendor
+	hw.SystemInfo.Model = lh.Model
+	pci := append([]types.HostPciDevice(nil), hw.PciDevice...)
+	for _, g := range lh.GPUs {
+		pci = append(pci, types.HostPciDevice{
+			Id: g.PciID, ClassId: classID3D, Bus: g.bus, Slot: g.slot, Function: g.function,
+			VendorId: nvidiaVendorID, SubVendorId: nvidiaVendorID, VendorName: nvidiaVendorName,
+			DeviceId: g.deviceID, SubDeviceId: g.subID, DeviceName: g.Name,
+		})
+	}
+	hw.PciDevice = pci
+
+	sum := h.Summary.Hardware
+	sum.Vendor, sum.Model, sum.CpuModel = lh.Vendor, lh.Model, lh.CpuModel
+	sum.CpuMhz = int32(lh.CpuMhz)
+	sum.NumCpuPkgs = int16(lh.CpuPackages)
+	sum.NumCpuCores = int16(lh.CpuCores)
+	sum.NumCpuThreads = int16(lh.Cpus)
+	sum.MemorySize = hw.MemorySize
+
+	product := h.Config.Product
+	product.FullName = "VMware ESXi " + esxiVersion + " build-" + esxiBuild
+	product.Version, product.Build, product.ApiVersion = esxiVersion, esxiBuild, "7.0.3.0"
+	h.Config.Product = product
+	h.Summary.Config.Product = &product
+
+	// Capability (nil in the stock model).
+	h.Capability = &types.HostCapability{
+		RecursiveResourcePoolsSupported:         true,
+		CpuMemoryResourceConfigurationSupported: true,
+		RebootSupported:                         capOr(lh, "rebootSupported", true),
+		ShutdownSupported:                       capOr(lh, "shutdownSupported", true),
+		VmotionSupported:                        capOr(lh, "vmotionSupported", true),
+		StandbySupported:                        capOr(lh, "standbySupported", false),
+		MaintenanceModeSupported:                capOr(lh, "maintenanceModeSupported", true),
+		MaxSupportedVcpus:                       768,
+		MaxRunningVMs:                           1024,
+		MaxRegisteredVMs:                        4096,
+		DatastorePrincipalSupported:             true,
+		NfsSupported:                            true,
+		IscsiSupported:                          true,
+		VlanTaggingSupported:                    true,
+		NicTeamingSupported:                     true,
+		HighGuestMemSupported:                   true,
+		PerVmSwapFiles:                          true,
+		LocalSwapDatastoreSupported:             true,
+		PreAssignedPCIUnitNumbersSupported:      true,
+		ScreenshotSupported:                     true,
+	}
+
+	// vGPU types and their capabilities.
+	h.Config.SharedPassthruGpuTypes = append([]string(nil), lh.VgpuTypes...)
+	h.Config.SharedGpuCapabilities = nil
+	for _, t := range lh.VgpuTypes {
+		h.Config.SharedGpuCapabilities = append(h.Config.SharedGpuCapabilities,
+			types.HostSharedGpuCapabilities{
+				Vgpu:                    t,
+				DiskSnapshotSupported:   vgpuCapOr(lh, "diskSnapshotSupported", true),
+				MemorySnapshotSupported: vgpuCapOr(lh, "memorySnapshotSupported", true),
+				SuspendSupported:        vgpuCapOr(lh, "suspendSupported", true),
+				MigrateSupported:        vgpuCapOr(lh, "migrateSupported", true),
+			})
+	}
+
+	// Managers the stock configManager points at but never registered.
+	hs.gm = &GraphicsManager{hs: hs}
+	hs.gm.Self = types.ManagedObjectReference{
+		Type: "HostGraphicsManager", Value: "graphicsManager-" + h.Self.Value,
+	}
+	hs.gm.SharedPassthruGpuTypes = h.Config.SharedPassthruGpuTypes
+	hs.gm.SharedGpuCapabilities = h.Config.SharedGpuCapabilities
+	simulator.Map.Put(hs.gm)
+	gmRef := hs.gm.Self
+	h.ConfigManager.GraphicsManager = &gmRef
+
+	hs.pt = &PciPassthruSystem{hs: hs}
+	hs.pt.Self = types.ManagedObjectReference{
+		Type: "HostPciPassthruSystem", Value: "pciPassthruSystem-" + h.Self.Value,
+	}
+	gpuIDs := map[string]bool{}
+	for _, g := range lh.GPUs {
+		gpuIDs[g.PciID] = true
+	}
+	for _, info := range h.Config.PciPassthruInfo {
+		if !gpuIDs[info.GetHostPciPassthruInfo().Id] {
+			hs.pt.base = append(hs.pt.base, info)
+		}
+	}
+	simulator.Map.Put(hs.pt)
+	ptRef := hs.pt.Self
+	h.ConfigManager.PciPassthruSystem = &ptRef
+
+	hs.ss = &ServiceSystem{hs: hs}
+	hs.ss.Self = types.ManagedObjectReference{
+		Type: "HostServiceSystem", Value: "serviceSystem-" + h.Self.Value,
+	}
+	hs.ss.ServiceInfo.Service = []types.HostService{
+		{Key: "xorg", Label: "X.Org Server", Running: true, Policy: "on"},
+		{Key: "TSM-SSH", Label: "SSH", Running: false, Policy: "off", Ruleset: []string{"sshServer"}},
+		{Key: "ntpd", Label: "NTP Daemon", Running: false, Policy: "off", Ruleset: []string{"ntpClient"}},
+	}
+	simulator.Map.Put(hs.ss)
+	ssRef := hs.ss.Self
+	h.ConfigManager.ServiceSystem = &ssRef
+
+	h.Runtime.InMaintenanceMode = lh.MaintenanceMode
+
+	mu.Lock()
+	states[h.Self] = hs
+	hs.publish()
+	mu.Unlock()
+	return hs
+}
+
+func capOr(lh *LabHost, key string, def bool) bool {
+	if v, ok := lh.Capability[key]; ok {
+		return v
+	}
+	return def
+}
+
+func vgpuCapOr(lh *LabHost, key string, def bool) bool {
+	if v, ok := lh.VgpuCapabilities[key]; ok {
+		return v
+	}
+	return def
+}
+
+// configuredType is the graphics type the configuration gives a GPU (a per-device override, else
+// the host default).
+func (hs *hostState) configuredType(g *gpuState) string {
+	for _, d := range hs.config.DeviceType {
+		if d.DeviceId == g.PciID {
+			return d.GraphicsType
+		}
+	}
+	return hs.config.HostDefaultGraphicsType
+}
+
+// applyConfig puts the configured graphics types and passthrough flags in effect (reboot).
+func (hs *hostState) applyConfig() {
+	for _, g := range hs.gpus {
+		g.active = hs.configuredType(g)
+		g.passthruActive = g.passthruEnabled
+	}
+}
+
+// publish copies the state into the managed objects' properties (mu held).
+func (hs *hostState) publish() {
+	var infos []types.HostGraphicsInfo
+	var pt []types.BaseHostPciPassthruInfo
+	pt = append(pt, hs.pt.base...)
+	for _, g := range hs.gpus {
+		kind := g.active
+		if g.passthruActive {
+			kind = "direct"
+		}
+		var vms []types.ManagedObjectReference
+		seen := map[types.ManagedObjectReference]bool{}
+		for _, u := range g.uses {
+			if !seen[u.vm] {
+				vms = append(vms, u.vm)
+				seen[u.vm] = true
+			}
+		}
+		infos = append(infos, types.HostGraphicsInfo{
+			DeviceName: g.Name, VendorName: nvidiaVendorName, PciId: g.PciID,
+			GraphicsType: kind, MemorySizeInKB: g.MemoryMB * 1024, Vm: vms,
+		})
+		pt = append(pt, &types.HostPciPassthruInfo{
+			Id: g.PciID, DependentDevice: g.PciID, PassthruCapable: true,
+			PassthruEnabled: g.passthruEnabled, PassthruActive: g.passthruActive,
+		})
+	}
+	cfg := hs.config
+	cfg.DeviceType = append([]types.HostGraphicsConfigDeviceType(nil), hs.config.DeviceType...)
+
+	hs.gm.GraphicsInfo = infos
+	hs.gm.GraphicsConfig = &cfg
+	hs.pt.PciPassthruInfo = pt
+	hs.host.Config.GraphicsInfo = infos
+	hs.host.Config.GraphicsConfig = &cfg
+	hs.host.Config.PciPassthruInfo = pt
+	simulator.Map.Update(hs.gm, []types.PropertyChange{
+		{Name: "graphicsInfo", Val: infos}, {Name: "graphicsConfig", Val: &cfg},
+	})
+	simulator.Map.Update(hs.pt, []types.PropertyChange{{Name: "pciPassthruInfo", Val: pt}})
+}
+
+// setRuntime changes the host's runtime state (and tells waiting property collectors).
+func (hs *hostState) setRuntime(conn types.HostSystemConnectionState, power types.HostSystemPowerState,
+	boot bool) {
+	h := hs.host
+	h.Runtime.ConnectionState = conn
+	h.Runtime.PowerState = power
+	changes := []types.PropertyChange{
+		{Name: "runtime.connectionState", Val: conn},
+		{Name: "runtime.powerState", Val: power},
+	}
+	if boot {
+		now := time.Now()
+		h.Runtime.BootTime = &now
+		changes = append(changes, types.PropertyChange{Name: "runtime.bootTime", Val: now})
+	}
+	simulator.Map.Update(h, changes)
+}
+
+func (hs *hostState) connected() bool {
+	return hs.host.Runtime.ConnectionState == types.HostSystemConnectionStateConnected
+}
+
+// notConnected is the fault of an operation on a host that is away (rebooting, shut down).
+func (hs *hostState) notConnected() (types.BaseMethodFault, string) {
+	return &types.HostNotConnected{}, "host " + hs.host.Name + " is " +
+		string(hs.host.Runtime.ConnectionState) + " (rebooting or shut down)"
+}
+
+// --- HostGraphicsManager methods ----------------------------------------------------------------
+
+func (g *GraphicsManager) UpdateGraphicsConfig(ctx *simulator.Context,
+	req *types.UpdateGraphicsConfig) soap.HasFault {
+	body := &methods.UpdateGraphicsConfigBody{}
+	hs := g.hs
+	if !hs.connected() {
+		f, msg := hs.notConnected()
+		body.Fault_ = faultOf(f, msg)
+		return body
+	}
+	c := req.Config
+	invalid := func(prop, msg string) soap.HasFault {
+		body.Fault_ = faultOf(&types.InvalidArgument{InvalidProperty: prop}, msg)
+		return body
+	}
+	if c.HostDefaultGraphicsType != "" && !validGraphicsType(c.HostDefaultGraphicsType) {
+		return invalid("hostDefaultGraphicsType",
+			"hostDefaultGraphicsType "+c.HostDefaultGraphicsType+" is not shared or sharedDirect")
+	}
+	if c.SharedPassthruAssignmentPolicy != "" && !validPolicy(c.SharedPassthruAssignmentPolicy) {
+		return invalid("sharedPassthruAssignmentPolicy", "sharedPassthruAssignmentPolicy "+
+			c.SharedPassthruAssignmentPolicy+" is not performance or consolidation")
+	}
+	known := map[string]bool{}
+	for _, gpu := range hs.gpus {
+		known[gpu.PciID] = true
+	}
+	for _, d := range c.DeviceType {
+		if !known[d.DeviceId] {
+			return invalid("deviceType", "deviceType: no GPU with PCI id "+d.DeviceId)
+		}
+		if !validGraphicsType(d.GraphicsType) {
+			return invalid("deviceType", "deviceType "+d.DeviceId+": graphicsType "+
+				d.GraphicsType+" is not shared or sharedDirect")
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if c.HostDefaultGraphicsType != "" {
+		hs.config.HostDefaultGraphicsType = c.HostDefaultGraphicsType
+	}
+	if c.SharedPassthruAssignmentPolicy != "" {
+		hs.config.SharedPassthruAssignmentPolicy = c.SharedPassthruAssignmentPolicy
+	}
+	if c.DeviceType != nil {
+		hs.config.DeviceType = append([]types.HostGraphicsConfigDeviceType(nil), c.DeviceType...)
+	}
+	if hs.lab.GraphicsApply == "immediate" {
+		for _, gpu := range hs.gpus {
+			gpu.active = hs.configuredType(gpu)
+		}
+	}
+	hs.publish()
+	body.Res = &types.UpdateGraphicsConfigResponse{}
+	return body
+}
+
+func (g *GraphicsManager) RefreshGraphicsManager(ctx *simulator.Context,
+	req *types.RefreshGraphicsManager) soap.HasFault {
+	body := &methods.RefreshGraphicsManagerBody{}
+	if !g.hs.connected() {
+		f, msg := g.hs.notConnected()
+		body.Fault_ = faultOf(f, msg)
+		return body
+	}
+	mu.Lock()
+	g.hs.publish()
+	mu.Unlock()
+	body.Res = &types.RefreshGraphicsManagerResponse{}
+	return body
+}
+
+// IsSharedGraphicsActive: true when a GPU is in "shared" (vSGA) mode.
+func (g *GraphicsManager) IsSharedGraphicsActive(ctx *simulator.Context,
+	req *types.IsSharedGraphicsActive) soap.HasFault {
+	active := false
+	mu.Lock()
+	for _, gpu := range g.hs.gpus {
+		active = active || (gpu.active == "shared" && !gpu.passthruActive)
+	}
+	mu.Unlock()
+	return &methods.IsSharedGraphicsActiveBody{
+		Res: &types.IsSharedGraphicsActiveResponse{Returnval: active},
+	}
+}
+
+// --- HostPciPassthruSystem methods --------------------------------------------------------------
+
+func (p *PciPassthruSystem) Refresh(ctx *simulator.Context, req *types.Refresh) soap.HasFault {
+	mu.Lock()
+	p.hs.publish()
+	mu.Unlock()
+	return &methods.RefreshBody{Res: &types.RefreshResponse{}}
+}
+
+// UpdatePassthruConfig enables or disables passthrough of the lab's GPUs; it takes effect at the
+// next reboot, or at once with applyNow when no VM uses the GPU.
+func (p *PciPassthruSystem) UpdatePassthruConfig(ctx *simulator.Context,
+	req *types.UpdatePassthruConfig) soap.HasFault {
+	body := &methods.UpdatePassthruConfigBody{}
+	hs := p.hs
+	if !hs.connected() {
+		f, msg := hs.notConnected()
+		body.Fault_ = faultOf(f, msg)
+		return body
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	byID := map[string]*gpuState{}
+	for _, g := range hs.gpus {
+		byID[g.PciID] = g
+	}
+	for _, c := range req.Config {
+		cfg := c.GetHostPciPassthruConfig()
+		if byID[cfg.Id] == nil {
+			body.Fault_ = faultOf(&types.HostConfigFault{},
+				"PCI device "+cfg.Id+" is not a GPU of this simulated host")
+			return body
+		}
+	}
+	for _, c := range req.Config {
+		cfg := c.GetHostPciPassthruConfig()
+		g := byID[cfg.Id]
+		g.passthruEnabled = cfg.PassthruEnabled
+		if cfg.ApplyNow != nil && *cfg.ApplyNow && len(g.uses) == 0 {
+			g.passthruActive = g.passthruEnabled
+		}
+	}
+	hs.publish()
+	body.Res = &types.UpdatePassthruConfigResponse{}
+	return body
+}
+
+// --- GPU placement ---------------------------------------------------------------------------
+
+// vgpusOf lists the vGPU types of a VM's VirtualPCIPassthrough devices with a vmiop backing.
+func vgpusOf(vm *simulator.VirtualMachine) []string {
+	var out []string
+	if vm.Config == nil {
+		return out
+	}
+	for _, d := range vm.Config.Hardware.Device {
+		if p, ok := d.(*types.VirtualPCIPassthrough); ok {
+			if b, ok := p.Backing.(*types.VirtualPCIPassthroughVmiopBackingInfo); ok {
+				out = append(out, b.Vgpu)
+			}
+		}
+	}
+	return out
+}
+
+// fits says whether a GPU can take one more vGPU of the given type, and why not. The rules are
+// an approximation: a GPU holds either MIG-backed types (compute slices and framebuffer summed)
+// or one time-sliced type (framebuffer summed); start positions of MIG instances are not checked.
+func (g *gpuState) fits(vgpu string) (bool, string) {
+	if g.passthruActive {
+		return false, "in passthrough mode"
+	}
+	if g.active != "sharedDirect" {
+		return false, "graphics type " + g.active + " (vGPU needs sharedDirect, then a reboot)"
+	}
+	mig, slices, fb := vgpuShape(vgpu)
+	usedSlices, usedFB := 0, 0
+	for _, u := range g.uses {
+		umig, us, ufb := vgpuShape(u.vgpu)
+		if umig != mig || (!mig && u.vgpu != vgpu) {
+			return false, "holds " + u.vgpu
+		}
+		usedSlices += us
+		usedFB += ufb
+	}
+	if mig && g.MigComputeSlices > 0 && usedSlices+slices > g.MigComputeSlices {
+		return false, "no free compute slices"
+	}
+	if int64(usedFB+fb)*1024 > g.MemoryMB {
+		return false, "not enough free framebuffer"
+	}
+	return true, ""
+}
+
+// place picks a GPU for each vGPU (distinct GPUs for one VM) by the host's assignment policy
+// (performance: the least used GPU, consolidation: the most used one that fits), and records the
+// uses as pending; mu held. It returns an explanation when some vGPU does not fit.
+func (hs *hostState) place(vm types.ManagedObjectReference, vgpus []string) string {
+	taken := map[*gpuState]bool{}
+	type pick struct {
+		g    *gpuState
+		vgpu string
+	}
+	var picks []pick
+	for _, vgpu := range vgpus {
+		var cands []*gpuState
+		var why []string
+		for _, g := range hs.gpus {
+			if taken[g] {
+				continue
+			}
+			if ok, reason := g.fits(vgpu); ok {
+				cands = append(cands, g)
+			} else {
+				why = append(why, g.PciID+": "+reason)
+			}
+		}
+		if len(cands) == 0 {
+			msg := "no GPU of host " + hs.host.Name + " can take vGPU " + vgpu
+			if len(why) > 0 {
+				msg += " ("
+				for i, w := range why {
+					if i > 0 {
+						msg += "; "
+					}
+					msg += w
+				}
+				msg += ")"
+			}
+			return msg
+		}
+		consolidate := hs.config.SharedPassthruAssignmentPolicy == "consolidation"
+		sort.SliceStable(cands, func(i, j int) bool {
+			if consolidate {
+				return len(cands[i].uses) > len(cands[j].uses)
+			}
+			return len(cands[i].uses) < len(cands[j].uses)
+		})
+		taken[cands[0]] = true
+		picks = append(picks, pick{cands[0], vgpu})
+	}
+	for _, p := range picks {
+		p.g.uses = append(p.g.uses, gpuUse{vm: vm, vgpu: p.vgpu, pending: true})
+	}
+	return ""
+}
+
+// reconcile drops the uses of VMs that are gone or no longer powered on, and confirms the
+// pending uses of vm (nil: none) when it is powered on; mu held.
+func reconcile(vm *types.ManagedObjectReference) {
+	for _, hs := range states {
+		changed := false
+		for _, g := range hs.gpus {
+			kept := g.uses[:0]
+			for _, u := range g.uses {
+				on := false
+				if obj, ok := simulator.Map.Get(u.vm).(*simulator.VirtualMachine); ok {
+					on = obj.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn
+				}
+				if vm != nil && u.vm == *vm {
+					u.pending = false
+				}
+				if on || u.pending {
+					kept = append(kept, u)
+				} else {
+					changed = true
+				}
+			}
+			g.uses = kept
+		}
+		if changed || vm != nil {
+			hs.publish()
+		}
+	}
+}
+
+// --- HostServiceSystem methods ------------------------------------------------------------------
+
+func (s *ServiceSystem) service(id string) (*types.HostService, *soap.Fault) {
+	if !s.hs.connected() {
+		f, msg := s.hs.notConnected()
+		return nil, faultOf(f, msg)
+	}
+	for i := range s.ServiceInfo.Service {
+		if s.ServiceInfo.Service[i].Key == id {
+			return &s.ServiceInfo.Service[i], nil
+		}
+	}
+	return nil, faultOf(&types.NotFound{}, "no service "+id+" on the simulated host")
+}
+
+func (s *ServiceSystem) setRunning(svc *types.HostService, running bool) {
+	svc.Running = running
+	if svc.Key == "xorg" && running {
+		mu.Lock()
+		for _, g := range s.hs.gpus {
+			if len(g.uses) == 0 {
+				g.active = s.hs.configuredType(g)
+			}
+		}
+		s.hs.publish()
+		mu.Unlock()
+	}
+	simulator.Map.Update(s, []types.PropertyChange{{Name: "serviceInfo", Val: s.ServiceInfo}})
+}
+
+func (s *ServiceSystem) RestartService(ctx *simulator.Context, req *types.RestartService) soap.HasFault {
+	body := &methods.RestartServiceBody{}
+	svc, f := s.service(req.Id)
+	if f != nil {
+		body.Fault_ = f
+		return body
+	}
+	s.setRunning(svc, true)
+	body.Res = &types.RestartServiceResponse{}
+	return body
+}
+
+func (s *ServiceSystem) StartService(ctx *simulator.Context, req *types.StartService) soap.HasFault {
+	body := &methods.StartServiceBody{}
+	svc, f := s.service(req.Id)
+	if f != nil {
+		body.Fault_ = f
+		return body
+	}
+	s.setRunning(svc, true)
+	body.Res = &types.StartServiceResponse{}
+	return body
+}
+
+func (s *ServiceSystem) StopService(ctx *simulator.Context, req *types.StopService) soap.HasFault {
+	body := &methods.StopServiceBody{}
+	svc, f := s.service(req.Id)
+	if f != nil {
+		body.Fault_ = f
+		return body
+	}
+	s.setRunning(svc, false)
+	body.Res = &types.StopServiceResponse{}
+	return body
+}
+
+func (s *ServiceSystem) UpdateServicePolicy(ctx *simulator.Context,
+	req *types.UpdateServicePolicy) soap.HasFault {
+	body := &methods.UpdateServicePolicyBody{}
+	svc, f := s.service(req.Id)
+	if f != nil {
+		body.Fault_ = f
+		return body
+	}
+	svc.Policy = req.Policy
+	simulator.Map.Update(s, []types.PropertyChange{{Name: "serviceInfo", Val: s.ServiceInfo}})
+	body.Res = &types.UpdateServicePolicyResponse{}
+	return body
+}
+
+func (s *ServiceSystem) RefreshServices(ctx *simulator.Context,
+	req *types.RefreshServices) soap.HasFault {
+	return &methods.RefreshServicesBody{Res: &types.RefreshServicesResponse{}}
+}

@@ -1,0 +1,246 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Lab is the lab file (-lab): see the schema at the top of main.go.
+type Lab struct {
+	Datacenter string    `json:"datacenter"`
+	Cluster    string    `json:"cluster"`
+	Datastore  string    `json:"datastore"`
+	Network    string    `json:"network"`
+	Hosts      []LabHost `json:"hosts"`
+}
+
+// LabGPU is one physical NVIDIA GPU of a host.
+type LabGPU struct {
+	PciID            string `json:"pci_id"`              // "0000:3b:00.0"
+	DeviceID         string `json:"device_id"`           // "0x20b5"
+	SubDeviceID      string `json:"subsystem_device_id"` // optional, "0x1533"
+	Name             string `json:"name"`                // "NVIDIA A100 80GB PCIe"
+	MemoryMB         int64  `json:"memory_mb"`           // 81920
+	MigComputeSlices int    `json:"mig_compute_slices"`  // optional, 7 for an A100; 0: unchecked
+
+	bus, slot, function byte
+	deviceID, subID     int16
+}
+
+// LabHost is one ESXi host.
+type LabHost struct {
+	Name               string          `json:"name"`
+	Cpus               int             `json:"cpus"`         // logical CPUs (threads)
+	CpuCores           int             `json:"cpu_cores"`    // optional, default cpus/2
+	CpuPackages        int             `json:"cpu_packages"` // optional, default 2
+	CpuMhz             int             `json:"cpu_mhz"`      // optional, default 2000
+	CpuModel           string          `json:"cpu_model"`    // optional
+	Vendor             string          `json:"vendor"`       // optional, "Dell Inc."
+	Model              string          `json:"model"`        // optional, "PowerEdge R750xa"
+	MemoryGB           int64           `json:"memory_gb"`
+	GPUs               []LabGPU        `json:"gpus"`
+	VgpuTypes          []string        `json:"vgpu_types"`
+	GraphicsType       string          `json:"graphics_type"`     // "shared" (default) | "sharedDirect"
+	AssignmentPolicy   string          `json:"assignment_policy"` // "performance" (default) | "consolidation"
+	GraphicsApply      string          `json:"graphics_apply"`    // "reboot" (default) | "immediate"
+	MaintenanceMode    bool            `json:"maintenance_mode"`
+	RebootSeconds      *float64        `json:"reboot_seconds"`
+	RebootNeverReturns bool            `json:"reboot_never_returns"`
+	Capability         map[string]bool `json:"capability"`
+	VgpuCapabilities   map[string]bool `json:"vgpu_capabilities"`
+}
+
+var (
+	pciIDRe     = regexp.MustCompile(`^[0-9a-fA-F]{4}:([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])$`)
+	capabilityK = map[string]bool{
+		"rebootSupported": true, "shutdownSupported": true, "maintenanceModeSupported": true,
+		"vmotionSupported": true, "standbySupported": true,
+	}
+	vgpuCapK = map[string]bool{
+		"diskSnapshotSupported": true, "memorySnapshotSupported": true, "suspendSupported": true,
+		"migrateSupported": true,
+	}
+)
+
+func parseHex16(s string) (int16, error) {
+	v, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(s), "0x"), 16, 16)
+	return int16(uint16(v)), err // vSphere's PCI ids are xsd:short: 0x8000 and up read negative
+}
+
+// loadLab reads and validates a lab file; every problem is reported, one a line.
+func loadLab(path string) (*Lab, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	lab := &Lab{}
+	if err := dec.Decode(lab); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	var problems []string
+	bad := func(format string, args ...interface{}) {
+		problems = append(problems, fmt.Sprintf(format, args...))
+	}
+	if lab.Datacenter == "" {
+		lab.Datacenter = "dc1"
+	}
+	if lab.Cluster == "" {
+		lab.Cluster = "cluster1"
+	}
+	if lab.Datastore == "" {
+		lab.Datastore = "datastore1"
+	}
+	if lab.Network == "" {
+		lab.Network = "VM Network"
+	}
+	if len(lab.Hosts) == 0 {
+		bad("hosts: at least one host is required")
+	}
+	names := map[string]bool{}
+	for i := range lab.Hosts {
+		h := &lab.Hosts[i]
+		where := fmt.Sprintf("hosts[%d]", i)
+		if h.Name == "" {
+			bad("%s.name: required", where)
+		} else if names[h.Name] {
+			bad("%s.name: %q appears twice", where, h.Name)
+		}
+		names[h.Name] = true
+		if h.Cpus < 1 || h.Cpus > 32767 {
+			bad("%s.cpus: must be 1..32767 logical CPUs", where)
+		}
+		if h.CpuCores == 0 {
+			h.CpuCores = h.Cpus
+			if h.Cpus >= 2 && h.Cpus%2 == 0 {
+				h.CpuCores = h.Cpus / 2 // hyper-threading
+			}
+		}
+		if h.CpuPackages == 0 {
+			h.CpuPackages = 1
+			if h.CpuCores >= 2 && h.CpuCores%2 == 0 {
+				h.CpuPackages = 2
+			}
+		}
+		if h.CpuCores < 1 || h.CpuCores > h.Cpus || h.CpuPackages < 1 || h.CpuPackages > h.CpuCores {
+			bad("%s: needs 1 <= cpu_packages <= cpu_cores <= cpus", where)
+		}
+		if h.CpuMhz == 0 {
+			h.CpuMhz = 2000
+		}
+		if h.CpuModel == "" {
+			h.CpuModel = "Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz"
+		}
+		if h.Vendor == "" {
+			h.Vendor = "miglab"
+		}
+		if h.Model == "" {
+			h.Model = "simulated GPU server"
+		}
+		if h.MemoryGB < 1 {
+			bad("%s.memory_gb: must be at least 1", where)
+		}
+		if h.GraphicsType == "" {
+			h.GraphicsType = "shared"
+		}
+		if !validGraphicsType(h.GraphicsType) {
+			bad("%s.graphics_type: %q is not shared or sharedDirect", where, h.GraphicsType)
+		}
+		if h.AssignmentPolicy == "" {
+			h.AssignmentPolicy = "performance"
+		}
+		if !validPolicy(h.AssignmentPolicy) {
+			bad("%s.assignment_policy: %q is not performance or consolidation", where,
+				h.AssignmentPolicy)
+		}
+		if h.GraphicsApply == "" {
+			h.GraphicsApply = "reboot"
+		}
+		if h.GraphicsApply != "reboot" && h.GraphicsApply != "immediate" {
+			bad("%s.graphics_apply: %q is not reboot or immediate", where, h.GraphicsApply)
+		}
+		if h.RebootSeconds != nil && *h.RebootSeconds < 0 {
+			bad("%s.reboot_seconds: must not be negative", where)
+		}
+		for k := range h.Capability {
+			if !capabilityK[k] {
+				bad("%s.capability.%s: unknown (known: rebootSupported, shutdownSupported, "+
+					"maintenanceModeSupported, vmotionSupported, standbySupported)", where, k)
+			}
+		}
+		for k := range h.VgpuCapabilities {
+			if !vgpuCapK[k] {
+				bad("%s.vgpu_capabilities.%s: unknown (known: diskSnapshotSupported, "+
+					"memorySnapshotSupported, suspendSupported, migrateSupported)", where, k)
+			}
+		}
+		pci := map[string]bool{}
+		for j := range h.GPUs {
+			g := &h.GPUs[j]
+			gw := fmt.Sprintf("%s.gpus[%d]", where, j)
+			m := pciIDRe.FindStringSubmatch(g.PciID)
+			if m == nil {
+				bad("%s.pci_id: %q is not DDDD:BB:SS.F", gw, g.PciID)
+			} else {
+				g.PciID = strings.ToLower(g.PciID)
+				b, _ := strconv.ParseUint(m[1], 16, 8)
+				s, _ := strconv.ParseUint(m[2], 16, 8)
+				f, _ := strconv.ParseUint(m[3], 16, 8)
+				g.bus, g.slot, g.function = byte(b), byte(s), byte(f)
+				if pci[g.PciID] {
+					bad("%s.pci_id: %q appears twice", gw, g.PciID)
+				}
+				pci[g.PciID] = true
+			}
+			var err error
+			if g.deviceID, err = parseHex16(g.DeviceID); err != nil || g.DeviceID == "" {
+				bad("%s.device_id: %q is not a 16-bit hex id", gw, g.DeviceID)
+			}
+			if g.SubDeviceID != "" {
+				if g.subID, err = parseHex16(g.SubDeviceID); err != nil {
+					bad("%s.subsystem_device_id: %q is not a 16-bit hex id", gw, g.SubDeviceID)
+				}
+			}
+			if g.Name == "" {
+				bad("%s.name: required", gw)
+			}
+			if g.MemoryMB < 1 {
+				bad("%s.memory_mb: must be at least 1", gw)
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("%s:\n  %s", path, strings.Join(problems, "\n  "))
+	}
+	return lab, nil
+}
+
+func validGraphicsType(t string) bool { return t == "shared" || t == "sharedDirect" }
+
+func validPolicy(p string) bool { return p == "performance" || p == "consolidation" }
+
+var (
+	migTypeRe = regexp.MustCompile(`-(\d+)-(\d+)c(me)?$`) // grid_a100d-2-20c: 2 slices, 20 GB
+	tsTypeRe  = regexp.MustCompile(`-(\d+)c$`)            // grid_a100d-20c: 20 GB
+)
+
+// vgpuShape is what the simulator reads from a vGPU type's name: MIG-backed or time-sliced, its
+// compute slices (MIG) and framebuffer in GB (0 when the name says nothing).
+func vgpuShape(vgpu string) (mig bool, slices int, fbGB int) {
+	name := strings.ToLower(vgpu)
+	if m := migTypeRe.FindStringSubmatch(name); m != nil {
+		slices, _ = strconv.Atoi(m[1])
+		fbGB, _ = strconv.Atoi(m[2])
+		return true, slices, fbGB
+	}
+	if m := tsTypeRe.FindStringSubmatch(name); m != nil {
+		fbGB, _ = strconv.Atoi(m[1])
+	}
+	return false, 0, fbGB
+}
