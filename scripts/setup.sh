@@ -2,6 +2,7 @@
 # Installs everything miglab needs on a fresh Debian 12 machine, as root; safe to re-run.
 #   scripts/setup.sh          the controller: Debian packages, virtualenv, miglab + Ansible
 #   scripts/setup.sh test     the same plus the test tools (pytest, molecule, ansible-lint, ruff)
+#                             and the vSphere simulator (tests/sim/vcsim, built with Debian's Go)
 # Each step is skipped when its result is already there (stamp files under .cache/setup/).
 set -euo pipefail
 
@@ -44,5 +45,10 @@ if [ "$(cat "$STAMPS/pip-$PROFILE" 2>/dev/null)" != "$want" ]; then
   echo "$want" >"$STAMPS/pip-$PROFILE"
 else
   log "virtualenv up to date ($VENV)"
+fi
+# 3. Test infrastructure: the project's vSphere simulator (cached; seconds when up to date).
+if [ "$PROFILE" = test ]; then
+  bash "$ROOT/scripts/build-vcsim.sh" >/dev/null
+  log "vSphere simulator: $ROOT/.cache/vcsim/miglab-vcsim"
 fi
 log "ready: $("$VENV/bin/miglab" --version)"
