@@ -325,19 +325,20 @@ class VmConverger:
                 location=relocate,
                 powerOn=False,
                 template=False,
-                config=self._reconfig_spec(d, None, devices=False),
             )
             obj = wait(
                 tmpl.CloneVM_Task(folder=folder, name=d.name, spec=clone),
                 self.timeout_s,
                 f"clone {d.name}",
             )
+            # The clone keeps the template's hardware; one reconfigure brings it to the spec
+            # (vGPU, vCPUs, memory reservation, firmware, pciPassthru settings).
             spec = self._reconfig_spec(d, read_vm(self._props(obj), self.host_names))
-            if spec.deviceChange:
+            if spec != vim.vm.ConfigSpec():
                 wait(
-                    obj.ReconfigVM_Task(vim.vm.ConfigSpec(deviceChange=spec.deviceChange)),
+                    obj.ReconfigVM_Task(spec),
                     self.timeout_s,
-                    f"add vGPU to {d.name}",
+                    f"configure clone {d.name}",
                 )
         else:
             spec = self._reconfig_spec(d, None)

@@ -293,3 +293,48 @@ def test_host_that_never_returns_is_a_clear_error(vcsim_factory):
     assert run_module("esxi_host_maintenance", dict(base, state="maintenance"))["changed"]
     res = run_module("esxi_host_maintenance", dict(base, state="rebooted", timeout=8))
     assert res["failed"] and "did not reconnect within 8 s" in res["msg"]
+
+
+def _two_host_lab():
+    from miglab.catalog import load_catalog
+    from miglab.placement import Host, Lab
+
+    cat = load_catalog()
+    a100 = cat.get("A100-PCIE-80GB")
+    lab = Lab(tuple(Host(f"esxi-0{i}.sim.miglab.test", (a100,) * 2, 64, 512) for i in (1, 2)))
+    return vcsim_lab.lab_json(lab, cat, graphics_type="sharedDirect")
+
+
+def test_clone_from_template_and_move_host(vcsim_factory):
+    sim = vcsim_factory(_two_host_lab())
+    h1, h2 = (h["name"] for h in sim.lab["hosts"])
+    base = {
+        **conn(sim),
+        "datastore": "datastore1",
+        "network": "VM Network",
+        "vcpus": 4,
+        "memory_gb": 8,
+    }
+    # a plain VM without vGPU serves as the template (a "golden image")
+    assert run_module("vgpu_vm", dict(base, name="it-template", host=h1, vgpus=[]))["changed"]
+    clone = dict(
+        base,
+        name="it-clone",
+        host=h1,
+        template="it-template",
+        vgpus=["grid_a100d-3-40c"],
+        power_state="poweredon",
+    )
+    res = run_module("vgpu_vm", clone)
+    assert res["changed"] and not res["failed"], res.get("msg")
+    assert res["vms"][0]["actions"] == ["clone from it-template", "power on"]
+    vm = read_vm(sim, "it-clone")
+    assert vm["vgpus"] == ["grid_a100d-3-40c"] and vm["power"] == "poweredOn"
+    assert vm["extra"]["pciPassthru.64bitMMIOSizeGB"] == "256" and vm["locked"] is True
+    assert run_module("vgpu_vm", clone)["changed"] is False
+    # moving a vGPU VM to another host needs it powered off (no vMotion of a running vGPU here)
+    moved = run_module("vgpu_vm", dict(clone, host=h2, allow_power_off=True))
+    assert not moved["failed"], moved.get("msg")
+    assert moved["vms"][0]["actions"] == ["power off", f"relocate to {h2}", "power on"]
+    vm = read_vm(sim, "it-clone")
+    assert vm["host"] == h2 and vm["power"] == "poweredOn"
