@@ -64,6 +64,100 @@ def cmd_plan(args) -> int:
     return EXIT_OK
 
 
+# --- run / status ---------------------------------------------------------------------------------
+EXIT_BUSY = 3
+
+
+def cmd_run(args) -> int:
+    from miglab.lab import DEFAULT_INVENTORY
+    from miglab.lock import LabBusy, LabLock, lock_path
+    from miglab.runner import ROOT, artifacts_dir, run_playbook
+
+    campaign, lab = _load(args)  # validate first: nothing is touched on bad input
+    _warn(campaign.warnings)
+    inventory = str(Path(args.inventory) if args.inventory else DEFAULT_INVENTORY)
+    command = "miglab run " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else "miglab run"
+    try:
+        with LabLock(lock_path(inventory, ROOT / ".cache" / "locks"), inventory, command) as lk:
+            if lk.took_over:
+                print(f"note: cleared a stale lock of {lk.took_over.describe()}", file=sys.stderr)
+            folder = artifacts_dir(campaign.name)
+            extravars = {
+                "miglab_campaign": str(Path(campaign.file).resolve()),
+                "miglab_resume": bool(args.resume),
+                "miglab_artifacts_dir": str(folder),
+            }
+            result = _run_with_progress(
+                run_playbook, args.playbook, inventory, extravars, args.tags, args.check, folder
+            )
+    except LabBusy as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BUSY
+    p = result.progress
+    print(f"artifacts: {result.artifacts}")
+    for failure in p.failures:
+        print(f"failed: {failure}", file=sys.stderr)
+    report = Path(extravars["miglab_artifacts_dir"]).parent.parent / "results"
+    if result.rc == 0:
+        print(f"done: ok {p.ok}, changed {p.changed}; results under {report}")
+        return EXIT_OK
+    print(f"run {result.status} (ansible rc {result.rc})", file=sys.stderr)
+    return EXIT_FAIL
+
+
+def _run_with_progress(run_playbook, playbook, inventory, extravars, tags, check, folder):
+    from rich.console import Console
+    from rich.live import Live
+
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        last = [""]
+
+        def plain(progress, event):
+            if event.get("event") == "playbook_on_play_start":
+                print(f"[{progress.phase}] {progress.play}", file=sys.stderr, flush=True)
+            elif event.get("event") == "runner_on_failed":
+                print(f"  failed: {progress.failures[-1]}", file=sys.stderr, flush=True)
+            line = progress.line()
+            if progress.mlperf_total and line != last[0] and "MLPerf" in progress.task:
+                last[0] = line
+
+        return run_playbook(
+            playbook,
+            inventory,
+            extravars,
+            tags=tags,
+            check=check,
+            private_dir=folder,
+            on_event=plain,
+        )
+    with Live(console=console, refresh_per_second=4, transient=True) as live:
+        return run_playbook(
+            playbook,
+            inventory,
+            extravars,
+            tags=tags,
+            check=check,
+            private_dir=folder,
+            on_event=lambda progress, event: live.update(progress.line()),
+        )
+
+
+def cmd_status(args) -> int:
+    from miglab.lab import DEFAULT_INVENTORY
+    from miglab.lock import lock_path, read
+    from miglab.runner import ROOT
+
+    inventory = str(Path(args.inventory) if args.inventory else DEFAULT_INVENTORY)
+    holder = read(lock_path(inventory, ROOT / ".cache" / "locks"))
+    print(f"lab {inventory}: " + (f"in use by {holder.describe()}" if holder else "idle"))
+    runs = sorted((ROOT / "artifacts").glob("*/artifacts/run/status"))
+    for status in runs[-5:]:
+        folder = status.parent.parent.parent
+        print(f"  {folder.name}: {status.read_text().strip()}")
+    return EXIT_OK
+
+
 # --- gpu ----------------------------------------------------------------------------------------
 def cmd_gpu_list(args) -> int:
     from miglab.catalog import load_catalog
@@ -290,6 +384,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p = campaign_cmd("plan", "where every VM lands, GPU maps, capacity left, schedule", cmd_plan)
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
+
+    p = campaign_cmd("run", "run the main job (site.yml) for a campaign on the lab", cmd_run)
+    p.add_argument(
+        "--tags",
+        type=lambda v: [t for t in v.split(",") if t],
+        help="only these phases: validate,hosts,vms,guests,mlperf,report",
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="skip MLPerf runs whose VALID results are already collected",
+    )
+    p.add_argument("--check", action="store_true", help="check mode: change nothing")
+    p.add_argument("--playbook", default="site.yml", help=argparse.SUPPRESS)
+    p = sub.add_parser("status", help="is the lab in use; the last runs")
+    p.add_argument("-i", "--inventory", metavar="INVENTORY")
+    p.set_defaults(func=cmd_status)
 
     gpu = sub.add_parser("gpu", help="GPU catalog, MIG placement, nvidia-smi and mig-parted files")
     gsub = gpu.add_subparsers(dest="gpu_command", required=True, metavar="GPU_COMMAND")

@@ -1,0 +1,111 @@
+"""One campaign run per lab at a time: a lock file holding who runs, with stale-lock recovery.
+
+The lock is a file created with O_EXCL (atomic on local file systems) holding JSON: pid, host,
+start time, command. A lock whose process no longer exists on this host is stale and is taken
+over; a lock held from another host is never broken automatically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class LabBusy(RuntimeError):
+    """Another run holds the lab; the message says who and since when."""
+
+
+@dataclass
+class LockInfo:
+    pid: int
+    host: str
+    started: float
+    command: str
+    lab: str
+
+    def describe(self) -> str:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.started))
+        return f"pid {self.pid} on {self.host} since {when} ({self.command})"
+
+
+def lock_path(lab_source: str, root: Path) -> Path:
+    key = hashlib.sha256(str(Path(lab_source).resolve()).encode()).hexdigest()[:16]
+    return root / f"lab-{key}.lock"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def read(path: Path) -> LockInfo | None:
+    try:
+        data = json.loads(path.read_text())
+        return LockInfo(
+            int(data["pid"]),
+            str(data["host"]),
+            float(data["started"]),
+            str(data.get("command", "")),
+            str(data.get("lab", "")),
+        )
+    except FileNotFoundError:
+        return None
+    except (ValueError, KeyError, TypeError):
+        # Unreadable: a writer died between create and write. Treat as stale.
+        return LockInfo(-1, socket.gethostname(), 0.0, "(unreadable lock)", "")
+
+
+class LabLock:
+    """``with LabLock(path, lab, command):`` -- raises LabBusy when the lab is in use."""
+
+    def __init__(self, path: Path, lab: str, command: str):
+        self.path = path
+        self.lab = lab
+        self.command = command
+        self.took_over: LockInfo | None = None
+
+    def __enter__(self) -> LabLock:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        for _ in range(3):
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                holder = read(self.path)
+                if holder is None:
+                    continue  # released meanwhile
+                same_host = holder.host == socket.gethostname()
+                if same_host and (holder.pid < 0 or not _alive(holder.pid)):
+                    self.took_over = holder
+                    self.path.unlink(missing_ok=True)  # stale: its process is gone
+                    continue
+                raise LabBusy(
+                    f"lab {self.lab} is in use by {holder.describe()}; lock file {self.path}"
+                ) from None
+            with os.fdopen(fd, "w") as fh:
+                json.dump(
+                    {
+                        "pid": os.getpid(),
+                        "host": socket.gethostname(),
+                        "started": time.time(),
+                        "command": self.command,
+                        "lab": self.lab,
+                    },
+                    fh,
+                )
+            return self
+        raise LabBusy(f"could not take the lock {self.path}")
+
+    def __exit__(self, *exc) -> None:
+        holder = read(self.path)
+        if holder and holder.pid == os.getpid():
+            self.path.unlink(missing_ok=True)

@@ -1,0 +1,132 @@
+"""Adapter: run the project's playbooks through ansible-runner; runner events become progress.
+
+Each invocation gets its own artifacts folder (``artifacts/<time>-<campaign>/``) holding
+ansible-runner's job events and stdout, so every run can be inspected afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PHASES = ("validate", "hosts", "vms", "guests", "mlperf", "report", "teardown")
+
+
+@dataclass
+class Progress:
+    """What the run has done so far, from runner events (events as data)."""
+
+    phase: str = ""
+    play: str = ""
+    task: str = ""
+    host: str = ""
+    ok: int = 0
+    changed: int = 0
+    failed: int = 0
+    unreachable: int = 0
+    mlperf_done: int = 0
+    mlperf_total: int = 0
+    failures: list[str] = field(default_factory=list)
+    changed_by_play: dict[str, int] = field(default_factory=dict)
+    started: float = field(default_factory=time.monotonic)
+
+    def feed(self, event: dict) -> None:
+        kind = event.get("event", "")
+        data = event.get("event_data") or {}
+        if kind == "playbook_on_play_start":
+            self.play = data.get("play", "")
+            tags = data.get("tags") or []
+            self.phase = next(
+                (t for t in PHASES if t in tags or t in self.play.lower()), self.phase
+            )
+        elif kind == "playbook_on_task_start":
+            self.task = data.get("task", "")
+        elif kind in ("runner_on_ok", "runner_on_failed", "runner_on_unreachable"):
+            self.host = data.get("host", "")
+            res = data.get("res") or {}
+            if kind == "runner_on_ok":
+                self.ok += 1
+                if res.get("changed"):
+                    self.changed += 1
+                    self.changed_by_play[self.play] = self.changed_by_play.get(self.play, 0) + 1
+            elif kind == "runner_on_failed" and not data.get("ignore_errors"):
+                self.failed += 1
+                self.failures.append(f"{self.host}: {self.task}: {res.get('msg', '')}".strip())
+            elif kind == "runner_on_unreachable":
+                self.unreachable += 1
+                self.failures.append(f"{self.host}: unreachable: {res.get('msg', '')}")
+            prog = res.get("miglab_progress")
+            if isinstance(prog, dict):
+                self.mlperf_done = int(prog.get("done", self.mlperf_done))
+                self.mlperf_total = int(prog.get("total", self.mlperf_total))
+
+    def line(self) -> str:
+        runs = f" | MLPerf runs {self.mlperf_done}/{self.mlperf_total}" if self.mlperf_total else ""
+        return (
+            f"[{self.phase or '...'}] {self.play} / {self.task} ({self.host}){runs} | "
+            f"ok {self.ok} changed {self.changed} failed {self.failed}"
+        )
+
+
+@dataclass
+class PlaybookRun:
+    rc: int
+    status: str
+    artifacts: Path
+    progress: Progress
+
+
+def artifacts_dir(campaign: str, base: Path | None = None) -> Path:
+    base = base or ROOT / "artifacts"
+    folder = base / f"{time.strftime('%Y%m%d-%H%M%S')}-{campaign}"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def run_playbook(
+    playbook: str,
+    inventory: str,
+    extravars: dict,
+    *,
+    tags: list[str] | None = None,
+    check: bool = False,
+    private_dir: Path,
+    on_event=None,
+) -> PlaybookRun:
+    import ansible_runner
+
+    progress = Progress()
+
+    def handler(event: dict) -> bool:
+        progress.feed(event)
+        if on_event:
+            on_event(progress, event)
+        return True  # keep the event in the artifacts
+
+    envvars = {
+        "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
+        "ANSIBLE_COLLECTIONS_PATH": str(ROOT / "collections"),
+        "ANSIBLE_ROLES_PATH": str(ROOT / "roles"),
+        "ANSIBLE_PYTHON_INTERPRETER": sys.executable,
+        "ANSIBLE_NOCOLOR": "1",
+        "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+    }
+    cmdline = "--check --diff" if check else None
+    r = ansible_runner.run(
+        private_data_dir=str(private_dir),
+        project_dir=str(ROOT),
+        playbook=playbook,
+        inventory=str(Path(inventory).resolve()),
+        extravars=extravars,
+        tags=",".join(tags) if tags else None,
+        cmdline=cmdline,
+        envvars=envvars,
+        event_handler=handler,
+        quiet=True,
+        ident="run",
+    )
+    return PlaybookRun(r.rc, r.status, private_dir / "artifacts" / "run", progress)
