@@ -49,7 +49,8 @@ def _documented_options(doc: dict) -> dict:
         sys.path.insert(0, str(ROOT / "collections"))
         try:
             fmod = importlib.import_module(
-                f"ansible_collections.miglab.lab.plugins.doc_fragments.{fname}")
+                f"ansible_collections.miglab.lab.plugins.doc_fragments.{fname}"
+            )
         finally:
             sys.path.pop(0)
         options.update(yaml.safe_load(fmod.ModuleDocFragment.DOCUMENTATION)["options"])
@@ -66,7 +67,7 @@ def test_module_docs_match_argument_spec(name):
     assert isinstance(yaml.safe_load(mod.RETURN), dict)
     assert f"miglab.lab.{name}" in mod.EXAMPLES, "examples use the FQCN"
     options = _documented_options(doc)
-    assert set(options) == set(spec), (set(options) ^ set(spec))
+    assert set(options) == set(spec), set(options) ^ set(spec)
     for opt, arg in spec.items():
         d = options[opt]
         assert d.get("type", "str") == arg.get("type", "str"), opt
