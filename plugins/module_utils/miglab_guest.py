@@ -1,0 +1,1 @@
+../../miglab/guest.py

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Builds the container image the guest roles' molecule scenarios run in, once per machine/CI run.
+#   bash scripts/build-images.sh          as root on a fresh Debian 12; safe to re-run
+#   eval "$(bash scripts/build-images.sh --env)"   only print the environment it needs
+#
+# What it does (the measured recipe in ../shared/notes/environment.md):
+#   1. apt-get install podman runc debootstrap (+ what the recipe needs);
+#   2. writes .cache/containers/containers.conf (runc, small nofile/nproc ulimits: crun fails here
+#      with "cgroups in hybrid mode not supported" and a large RLIMIT_NPROC is refused);
+#   3. debootstraps Debian 12 (minbase + python3, systemd, sudo) and imports it as
+#      localhost/miglab-debian12:latest with CMD /sbin/init; apt's package lists are fetched in
+#      the image so roles can use cache_valid_time instead of updating in every scenario.
+# A stamp (.cache/images/miglab-debian12.stamp, holding this script's recipe hash and the image
+# id) makes the next run a no-op while the image exists. MIGLAB_REBUILD_IMAGES=1 forces a rebuild.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CACHE=$ROOT/.cache
+CONF=$CACHE/containers/containers.conf
+IMAGE=${MIGLAB_GUEST_IMAGE:-localhost/miglab-debian12:latest}
+MIRROR=${MIGLAB_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+SUITE=bookworm
+STAMP=$CACHE/images/miglab-debian12.stamp
+
+print_env() {
+  printf 'export CONTAINERS_CONF=%q\n' "$CONF"
+  printf 'export MIGLAB_GUEST_IMAGE=%q\n' "$IMAGE"
+}
+if [ "${1:-}" = --env ]; then
+  print_env
+  exit 0
+fi
+
+log() { printf '[build-images] %s\n' "$*" >&2; }
+
+[ "$(id -u)" = 0 ] || { log "run me as root (podman rootful, debootstrap)"; exit 1; }
+
+# 1. Packages.
+missing=()
+for pkg in podman runc debootstrap uidmap slirp4netns fuse-overlayfs ca-certificates; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  log "apt-get install ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# 2. containers.conf.
+mkdir -p "$(dirname "$CONF")" "$(dirname "$STAMP")"
+want_conf='[containers]
+default_ulimits = ["nofile=20000:20000", "nproc=4096:4096"]
+
+[engine]
+runtime = "runc"'
+if [ "$(cat "$CONF" 2>/dev/null)" != "$want_conf" ]; then
+  log "writing $CONF"
+  printf '%s\n' "$want_conf" >"$CONF"
+fi
+export CONTAINERS_CONF=$CONF
+
+# 3. The image.
+recipe=$(sed -n '/^# --- recipe ---$/,/^# --- end recipe ---$/p' "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16)
+image_id=$(podman image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null || true)
+if [ -z "${MIGLAB_REBUILD_IMAGES:-}" ] && [ -n "$image_id" ] &&
+  [ "$(cat "$STAMP" 2>/dev/null)" = "$recipe $image_id" ]; then
+  log "$IMAGE is up to date (${image_id:0:12})"
+  print_env
+  exit 0
+fi
+
+# --- recipe ---
+build=$(mktemp -d "$CACHE/images/rootfs.XXXXXX")
+trap 'rm -rf "$build"' EXIT
+log "debootstrap $SUITE from $MIRROR (about 40 s)"
+debootstrap --variant=minbase --include=python3,python3-apt,systemd,systemd-sysv,dbus,sudo,ca-certificates,gnupg,kmod \
+  "$SUITE" "$build/root" "$MIRROR" >"$CACHE/images/debootstrap.log" 2>&1 ||
+  { tail -n 30 "$CACHE/images/debootstrap.log" >&2; exit 1; }
+cat >"$build/root/etc/apt/sources.list" <<EOF
+deb $MIRROR $SUITE main
+deb $MIRROR $SUITE-updates main
+deb http://deb.debian.org/debian-security $SUITE-security main
+EOF
+# Package lists baked in: scenarios use cache_valid_time and skip `apt-get update`.
+chroot "$build/root" apt-get update -qq
+# A container has no consoles to spawn gettys on, and no kernel for these units.
+for unit in getty@tty1.service console-getty.service systemd-remount-fs.service \
+  sys-kernel-config.mount systemd-firstboot.service; do
+  chroot "$build/root" systemctl mask "$unit" >/dev/null 2>&1 || true
+done
+echo miglab-guest >"$build/root/etc/hostname"
+: >"$build/root/etc/machine-id"
+chroot "$build/root" apt-get clean
+log "podman import -> $IMAGE"
+tar -C "$build/root" -c . | podman import -q --change 'CMD ["/sbin/init"]' - "$IMAGE" >/dev/null
+# --- end recipe ---
+
+image_id=$(podman image inspect --format '{{.Id}}' "$IMAGE")
+echo "$recipe $image_id" >"$STAMP"
+log "built $IMAGE (${image_id:0:12})"
+print_env

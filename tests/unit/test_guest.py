@@ -1,0 +1,480 @@
+"""miglab.guest: GRID driver / licence state from real nvidia-smi output, daemon.json merging,
+and the NVIDIA stand-ins of tests/standins checked against the same parsers."""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from miglab.guest import (
+    GuestError,
+    daemon_json_diff,
+    dump_daemon_json,
+    license_problem,
+    load_daemon_json,
+    merge_daemon_json,
+    needs_reboot,
+    nvidia_runtime_settings,
+    parse_installer_version,
+    parse_kernel_module_version,
+    parse_nvidia_smi_query,
+    parse_nvidia_smi_version,
+    version_tuple,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures" / "nvidia-smi"
+STANDINS = ROOT / "tests" / "standins"
+
+# A real vGPU guest's `nvidia-smi -q` (GRID V100D-8C, driver 535.216.01), the lines from the top
+# to the licence block, verbatim as quoted in VMware Tanzu Kubernetes Grid Integrated Edition's
+# documentation, "Create GPU Clusters" (sample output of "nvidia-smi -q" in a vGPU worker).
+V100D_GUEST_Q = """
+==============NVSMI LOG==============
+
+Timestamp                                 : Thu Dec 19 07:31:27 2024
+Driver Version                            : 535.216.01
+CUDA Version                              : 12.2
+
+Attached vGPUs                             : 1
+GPU 00000000:02:00.0
+    Product Name                          : GRID V100D-8C
+    Product Brand                         : NVIDIA Virtual Compute Server
+    Product Architecture                  : Volta
+    Display Mode                          : Enabled
+    Display Active                        : Disabled
+    Persistence Mode                      : Enabled
+    Addressing Mode                       : N/A
+    MIG Mode
+        Current                           : Disabled
+        Pending                           : Disabled
+    Accounting Mode                       : Disabled
+    Accounting Mode Buffer Size           : 4000
+    Driver Model
+        Current                           : N/A
+        Pending                           : N/A
+    Serial Number                         : N/A
+    GPU UUID                              : GPU-57abc772-1dd3-11b2-8fae-e31710b8f307
+    Minor Number                          : 0
+    VBIOS Version                         : 00.00.00.00.00
+    MultiGPU Board                        : No
+    Board ID                              : 0x200
+    Board Part Number                     : N/A
+    GPU Part Number                       : 1DB6-897-A1
+    FRU Part Number                       : N/A
+    Module ID                             : N/A
+    Inforom Version
+        Image Version                     : N/A
+        OEM Object                        : N/A
+        ECC Object                        : N/A
+        Power Management Object           : N/A
+    Inforom BBX Object Flush
+        Latest Timestamp                  : N/A
+        Latest Duration                   : N/A
+    GPU Operation Mode
+        Current                           : N/A
+        Pending                           : N/A
+    GSP Firmware Version                  : N/A
+    GPU Virtualization Mode
+        Virtualization Mode               : VGPU
+        Host VGPU Mode                    : N/A
+    vGPU Software Licensed Product
+        Product Name                      : NVIDIA Virtual Compute Server
+        License Status                    : Licensed (Expiry: 2025-3-19 7:29:4 GMT)
+    GPU Reset Status
+        Reset Required                    : N/A
+        Drain and Reset Recommended       : N/A
+"""
+
+
+def with_status(status: str, text: str = V100D_GUEST_Q) -> str:
+    return text.replace("Licensed (Expiry: 2025-3-19 7:29:4 GMT)", status)
+
+
+# ---------------------------------------------------------------------------------------------
+# nvidia-smi -q
+# ---------------------------------------------------------------------------------------------
+
+
+def test_real_vgpu_guest_licensed():
+    q = parse_nvidia_smi_query(V100D_GUEST_Q)
+    assert q["driver_version"] == "535.216.01"
+    assert q["cuda_version"] == "12.2"
+    (gpu,) = q["gpus"]
+    assert gpu["bus_id"] == "00000000:02:00.0"
+    assert gpu["product_name"] == "GRID V100D-8C"  # not the licensed product's name
+    assert gpu["virtualization_mode"] == "VGPU"
+    assert gpu["licensed_product"] == "NVIDIA Virtual Compute Server"
+    assert gpu["license_status"] == "Licensed (Expiry: 2025-3-19 7:29:4 GMT)"
+    assert gpu["license_state"] == "Licensed"
+    assert gpu["license_expiry"] == "2025-3-19 7:29:4 GMT"
+    assert gpu["licensed"] is True
+    assert license_problem(q) is None
+
+
+@pytest.mark.parametrize(
+    ("status", "state", "detail"),
+    [
+        ("Unlicensed (Unrestricted)", "Unlicensed", "Unrestricted"),  # grace period
+        ("Unlicensed (Restricted)", "Unlicensed", "Restricted"),  # throttled
+        ("Unlicensed", "Unlicensed", None),
+    ],
+)
+def test_unlicensed_states(status, state, detail):
+    q = parse_nvidia_smi_query(with_status(status))
+    gpu = q["gpus"][0]
+    assert (gpu["license_state"], gpu["license_detail"], gpu["licensed"]) == (state, detail, False)
+    assert gpu["license_expiry"] is None
+    assert (
+        license_problem(q) == f"GPU 00000000:02:00.0 (GRID V100D-8C) License Status is '{status}'"
+    )
+
+
+def test_licensed_without_expiry():
+    # Older guests print just "Licensed" (a vgpu-mgr write-up's `nvidia-smi -a` excerpt).
+    q = parse_nvidia_smi_query(with_status("Licensed"))
+    assert q["gpus"][0]["licensed"] is True
+    assert q["gpus"][0]["license_expiry"] is None
+
+
+def test_two_vgpus_one_unlicensed():
+    second = V100D_GUEST_Q.split("Attached vGPUs")[1].split("\n", 1)[1]
+    second = with_status("Unlicensed (Unrestricted)", second).replace("02:00.0", "02:01.0")
+    q = parse_nvidia_smi_query(V100D_GUEST_Q + second)
+    assert [g["licensed"] for g in q["gpus"]] == [True, False]
+    assert license_problem(q).startswith("GPU 00000000:02:01.0 (GRID V100D-8C) License Status")
+
+
+def test_real_passthrough_capture_has_no_licence_section():
+    q = parse_nvidia_smi_query((FIXTURES / "h200-q.txt").read_text())
+    assert q["driver_version"] == "580.159.04"
+    assert q["cuda_version"] == "13.0"
+    (gpu,) = q["gpus"]
+    assert (gpu["product_name"], gpu["virtualization_mode"]) == ("NVIDIA H200", "Pass-Through")
+    assert gpu["license_status"] is None
+    assert "has no 'vGPU Software Licensed Product' section" in license_problem(q)
+
+
+@pytest.mark.parametrize(
+    "text", ["", "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."]
+)
+def test_not_query_output(text):
+    with pytest.raises(GuestError, match="not nvidia-smi -q output"):
+        parse_nvidia_smi_query(text)
+
+
+def test_no_gpus_is_a_problem():
+    q = parse_nvidia_smi_query(V100D_GUEST_Q.split("GPU 0000")[0])
+    assert license_problem(q) == "nvidia-smi -q lists no GPU"
+
+
+# ---------------------------------------------------------------------------------------------
+# versions and reboots
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "version"),
+    [
+        # real `NVIDIA-Linux-x86_64-352.30.run --version` / `nvidia-installer -v` outputs
+        (
+            "\nnvidia-installer:  version 352.30  (buildmeister@swio-display-x64-rhel04-18)"
+            "  Tue Jul 21 19:36:36 PDT 2015\n  The NVIDIA Software Installer for Unix/Linux.\n",
+            "352.30",
+        ),
+        ("nvidia-installer:  version 550.144.03\n", "550.144.03"),
+        ("nvidia-installer:  version 418.87.00\n  The NVIDIA Software Installer", "418.87.00"),
+        ("sh: 1: nvidia-installer: not found\n", None),
+    ],
+)
+def test_installer_version(text, version):
+    assert parse_installer_version(text) == version
+
+
+def test_nvidia_smi_version_real_capture():
+    text = (FIXTURES / "h200-version.txt").read_text()
+    assert parse_nvidia_smi_version(text) == "580.159.04"
+    assert parse_nvidia_smi_version(V100D_GUEST_Q) == "535.216.01"  # -q works too
+    assert parse_nvidia_smi_version("") is None
+
+
+def test_kernel_module_version():
+    nvrm = (
+        "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.216.01  Wed Oct 23 20:25:43 UTC 2024\n"
+        "GCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n"
+    )
+    assert parse_kernel_module_version(nvrm) == "535.216.01"
+    assert parse_kernel_module_version("550.144.03\n") == "550.144.03"
+    assert parse_kernel_module_version("") is None
+
+
+def test_version_tuple():
+    assert version_tuple("535.216.01") == (535, 216, 1)
+    assert version_tuple("550.144.03") > version_tuple("535.216.01")
+    with pytest.raises(GuestError):
+        version_tuple("latest")
+
+
+@pytest.mark.parametrize(
+    ("installed", "loaded", "nouveau", "reboot"),
+    [
+        (None, None, False, False),  # nothing installed
+        ("535.216.01", None, False, False),  # first install, module loaded by the installer/boot
+        ("535.216.01", "535.216.01", False, False),
+        ("550.144.03", "535.216.01", False, True),  # upgraded, old module still loaded
+        ("535.216.01", None, True, True),  # nouveau holds the GPU
+        (None, None, True, False),  # nouveau but no NVIDIA driver yet: nothing to reboot for
+    ],
+)
+def test_needs_reboot(installed, loaded, nouveau, reboot):
+    required, reason = needs_reboot(installed=installed, loaded=loaded, nouveau_loaded=nouveau)
+    assert required is reboot
+    assert bool(reason) is reboot
+
+
+# ---------------------------------------------------------------------------------------------
+# daemon.json
+# ---------------------------------------------------------------------------------------------
+
+
+def test_load_daemon_json():
+    assert load_daemon_json(None) == {}
+    assert load_daemon_json("  \n") == {}
+    assert load_daemon_json('{"log-level": "warn"}') == {"log-level": "warn"}
+    with pytest.raises(GuestError, match="not valid JSON.*left untouched"):
+        load_daemon_json('{"log-level": ', "/etc/docker/daemon.json")
+    with pytest.raises(GuestError, match="must hold a JSON object"):
+        load_daemon_json("[]")
+
+
+def test_merge_keeps_other_keys_and_the_nvidia_runtime():
+    current = {
+        "runtimes": {"nvidia": {"args": [], "path": "nvidia-container-runtime"}},
+        "data-root": "/srv/docker",
+        "log-opts": {"max-file": "3"},
+    }
+    merged = merge_daemon_json(
+        current, {"log-opts": {"max-size": "10m"}, "registry-mirrors": ["http://mirror:5000"]}
+    )
+    assert merged == {
+        "runtimes": {"nvidia": {"args": [], "path": "nvidia-container-runtime"}},
+        "data-root": "/srv/docker",
+        "log-opts": {"max-file": "3", "max-size": "10m"},
+        "registry-mirrors": ["http://mirror:5000"],
+    }
+    assert current["log-opts"] == {"max-file": "3"}  # input untouched
+
+
+def test_merge_replaces_lists_and_scalars_and_removes():
+    current = {"registry-mirrors": ["a"], "debug": True, "runtimes": {"x": {}, "nvidia": {}}}
+    merged = merge_daemon_json(
+        current, {"registry-mirrors": ["b"], "debug": False}, remove=["runtimes.x", "nope.deeper"]
+    )
+    assert merged == {"registry-mirrors": ["b"], "debug": False, "runtimes": {"nvidia": {}}}
+    assert merge_daemon_json(merged, {"registry-mirrors": ["b"], "debug": False}) == merged
+
+
+def test_nvidia_runtime_settings_like_nvidia_ctk():
+    # NVIDIA/nvidia-container-toolkit pkg/config/engine/docker/docker.go AddRuntime
+    assert nvidia_runtime_settings() == {
+        "runtimes": {"nvidia": {"args": [], "path": "nvidia-container-runtime"}}
+    }
+    s = nvidia_runtime_settings("nv", "/usr/bin/nvidia-container-runtime", True, True)
+    assert s["default-runtime"] == "nv"
+    assert s["features"] == {"cdi": True}
+    assert s["runtimes"]["nv"]["path"] == "/usr/bin/nvidia-container-runtime"
+
+
+def test_dump_and_diff():
+    text = dump_daemon_json({"b": 1, "a": {"c": 2}})
+    assert text == '{\n    "b": 1,\n    "a": {\n        "c": 2\n    }\n}\n'
+    assert daemon_json_diff(None, {"a": 1})["before"] == ""
+    assert daemon_json_diff({}, {"a": 1}) == {"before": "{}\n", "after": '{\n    "a": 1\n}\n'}
+
+
+def test_guest_module_is_standalone():
+    """It is shipped to guests as module_utils: standard library only, no miglab, no Ansible."""
+    source = (ROOT / "miglab" / "guest.py").read_text()
+    imports = [line for line in source.splitlines() if line.startswith(("import ", "from "))]
+    assert imports == [
+        "from __future__ import annotations",
+        "import copy",
+        "import json",
+        "import re",
+    ]
+    link = ROOT / "plugins" / "module_utils" / "miglab_guest.py"
+    assert link.resolve() == (ROOT / "miglab" / "guest.py").resolve()
+
+
+# ---------------------------------------------------------------------------------------------
+# the stand-ins, read by the same parsers
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def smi_share(tmp_path):
+    """The files the GRID stand-in installs to /usr/share/nvidia-standin, for driver 535.216.01."""
+    share = tmp_path / "share"
+    share.mkdir()
+    shutil.copy(FIXTURES / "h200-q.txt", share / "nvidia-smi-q.txt")
+    shutil.copy(FIXTURES / "h200-nvidia-smi.txt", share / "nvidia-smi.txt")
+    (share / "manifest.json").write_text(
+        json.dumps({"version": "535.216.01", "cuda": "12.2", "built": "x", "standin": True})
+    )
+    return share
+
+
+def run_smi(share: Path, state: Path, *args: str) -> str:
+    env = dict(os.environ, MIGLAB_STANDIN_SHARE=str(share), MIGLAB_STANDIN_STATE=str(state))
+    r = subprocess.run(
+        [sys.executable, str(STANDINS / "grid-driver" / "nvidia-smi"), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    return r.stdout
+
+
+def test_standin_nvidia_smi_q_unlicensed_then_licensed(smi_share, tmp_path):
+    state = tmp_path / "standin-license.json"
+    q = parse_nvidia_smi_query(run_smi(smi_share, state, "-q"))
+    (gpu,) = q["gpus"]
+    assert q["driver_version"] == "535.216.01" and q["cuda_version"] == "12.2"
+    assert (gpu["product_name"], gpu["virtualization_mode"]) == ("NVIDIA H200X-141C", "VGPU")
+    assert gpu["license_status"] == "Unlicensed (Unrestricted)"
+    state.write_text(json.dumps({"status": "Licensed", "expiry": "2026-12-1 9:5:7 GMT"}))
+    q = parse_nvidia_smi_query(run_smi(smi_share, state, "-q"))
+    assert q["gpus"][0]["license_expiry"] == "2026-12-1 9:5:7 GMT"
+    assert license_problem(q) is None
+
+
+def test_standin_nvidia_smi_q_is_the_real_capture_otherwise(smi_share, tmp_path):
+    """Every line but the documented substitutions and the licence block is the H200 capture's."""
+    out = run_smi(smi_share, tmp_path / "none.json", "-q").split("\n")
+    real = (FIXTURES / "h200-q.txt").read_text().split("\n")
+    block = out.index("    vGPU Software Licensed Product")
+    assert out[block + 1].split(":")[0].rstrip() == "        Product Name"
+    assert out[block + 2].split(":")[0].rstrip() == "        License Status"
+    assert len(out[block + 2].split(" : ")[0]) == len(real[3].split(" : ")[0])  # aligned
+    assert len(out) == len(real) + 3
+    changed = {
+        "Timestamp",
+        "Driver Version",
+        "CUDA Version",
+        "Product Name",
+        "Product Brand",
+        "Virtualization Mode",
+        "GSP Firmware Version",
+    }
+    for ours, theirs in zip(out[:block] + out[block + 3 :], real, strict=True):
+        if ours != theirs:
+            assert ours.split(" : ")[0] == theirs.split(" : ")[0]
+            assert ours.split(":")[0].strip() in changed, ours
+
+
+def test_standin_nvidia_smi_version_and_summary(smi_share, tmp_path):
+    version = run_smi(smi_share, tmp_path / "s.json", "--version")
+    assert parse_nvidia_smi_version(version) == "535.216.01"
+    real = (FIXTURES / "h200-version.txt").read_text().splitlines()
+    assert [line.split(":")[0] for line in version.splitlines()] == [
+        line.split(":")[0] for line in real
+    ]
+    table = run_smi(smi_share, tmp_path / "s.json")
+    assert (
+        "| NVIDIA-SMI 535.216.01             Driver Version: 535.216.01     CUDA Version: 12.2"
+        in table
+    )
+    assert {len(line) for line in table.splitlines()[1:12]} == {91}  # the table stays aligned
+
+
+def _load_script(path: Path, name: str):
+    loader = importlib.machinery.SourceFileLoader(name, str(path))
+    spec = importlib.util.spec_from_loader(name, loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+def test_standin_gridd_reads_client_configuration_tokens(tmp_path):
+    gridd = _load_script(STANDINS / "grid-driver" / "nvidia-gridd", "standin_gridd")
+    tokens = tmp_path / "ClientConfigToken"
+    tokens.mkdir()
+    subprocess.run(
+        [sys.executable, str(STANDINS / "make-token.py"), "dls.lab.example", str(tokens / "a.tok")],
+        check=True,
+    )
+    assert gridd.token_server(str(tokens))[0] == "dls.lab.example:443"
+    (tokens / "b.tok").write_text("not-a-token")
+    os.utime(tokens / "b.tok", (2e9, 2e9))  # the newest token is the one read
+    assert gridd.token_server(str(tokens)) == (None, str(tokens / "b.tok"))
+
+
+def test_standin_grid_run_reports_its_version(tmp_path):
+    out = subprocess.run(
+        [
+            "bash",
+            str(STANDINS / "grid-driver" / "build-run.sh"),
+            "550.144.03",
+            "12.4",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert Path(out).name == "NVIDIA-Linux-x86_64-550.144.03-grid.run"
+    version = subprocess.run(["sh", out, "--version"], capture_output=True, text=True, check=True)
+    assert parse_installer_version(version.stdout) == "550.144.03"
+    info = subprocess.run(["sh", out, "--info"], capture_output=True, text=True, check=True)
+    assert (
+        "Identification: NVIDIA Accelerated Graphics Driver for Linux-x86_64 550.144.03"
+        in info.stdout
+    )
+    bad = subprocess.run(["sh", out, "--frobnicate"], capture_output=True, text=True)
+    assert bad.returncode == 1 and "Unrecognized option: '--frobnicate'" in bad.stderr
+
+
+def run_ctk(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(STANDINS / "container-toolkit" / "nvidia-ctk"), *args],
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_standin_nvidia_ctk_merges_like_the_module(tmp_path):
+    cfg = tmp_path / "daemon.json"
+    current = {"log-level": "warn", "runtimes": {"other": {"path": "runc"}}, "labels": ["a"]}
+    cfg.write_text(json.dumps(current))
+    dry = run_ctk("runtime", "configure", "--runtime=docker", f"--config={cfg}", "--dry-run")
+    assert dry.returncode == 0 and json.loads(cfg.read_text()) == current  # dry run: unchanged
+    expected = merge_daemon_json(current, nvidia_runtime_settings())
+    assert json.loads(dry.stdout) == expected
+    r = run_ctk("runtime", "configure", "--runtime=docker", f"--config={cfg}")
+    assert r.returncode == 0
+    assert "INFO[0000] Wrote updated config to " + str(cfg) in r.stderr
+    assert cfg.read_text() == dry.stdout  # what --dry-run printed is what it writes
+    assert json.loads(cfg.read_text()) == expected
+    r = run_ctk("runtime", "configure", "--runtime=docker", f"--config={cfg}", "--set-as-default")
+    assert json.loads(cfg.read_text())["default-runtime"] == "nvidia"
+
+
+def test_standin_nvidia_ctk_refuses_invalid_json(tmp_path):
+    cfg = tmp_path / "daemon.json"
+    cfg.write_text("{oops")
+    r = run_ctk("runtime", "configure", "--runtime=docker", f"--config={cfg}")
+    assert r.returncode == 1 and "unable to load config for runtime docker" in r.stderr
+    assert cfg.read_text() == "{oops"
+    missing = tmp_path / "new" / "daemon.json"
+    r = run_ctk("runtime", "configure", "--runtime=docker", f"--config={missing}")
+    assert "Config file does not exist; using empty config" in r.stderr
+    assert json.loads(missing.read_text()) == nvidia_runtime_settings()
