@@ -2,7 +2,8 @@
 # Installs everything miglab needs on a fresh Debian 12 machine, as root; safe to re-run.
 #   scripts/setup.sh          the controller: Debian packages, virtualenv, miglab + Ansible
 #   scripts/setup.sh test     the same plus the test tools (pytest, molecule, ansible-lint, ruff)
-#                             and the vSphere simulator (tests/sim/vcsim, built with Debian's Go)
+#                             the vSphere simulator (tests/sim/vcsim, built with Debian's Go)
+#                             and the podman images of the role tests (scripts/build-images.sh)
 # Each step is skipped when its result is already there (stamp files under .cache/setup/).
 set -euo pipefail
 
@@ -46,9 +47,11 @@ if [ "$(cat "$STAMPS/pip-$PROFILE" 2>/dev/null)" != "$want" ]; then
 else
   log "virtualenv up to date ($VENV)"
 fi
-# 3. Test infrastructure: the project's vSphere simulator (cached; seconds when up to date).
+# 3. Test infrastructure (cached; seconds when up to date): the project's vSphere simulator,
+#    and the Debian 12 systemd image (podman) that molecule scenarios and simulated guests use.
 if [ "$PROFILE" = test ]; then
   bash "$ROOT/scripts/build-vcsim.sh" >/dev/null
   log "vSphere simulator: $ROOT/.cache/vcsim/miglab-vcsim"
+  bash "$ROOT/scripts/build-images.sh"
 fi
 log "ready: $("$VENV/bin/miglab" --version)"

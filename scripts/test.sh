@@ -12,5 +12,9 @@ ruff check .
 ruff format --check .
 echo "== ansible-lint (production profile)"
 ansible-lint --offline --profile production
-echo "== pytest"
+echo "== pytest (unit, vcsim integration, end to end)"
 pytest -q "$@"
+if [ "${MIGLAB_SKIP_MOLECULE:-0}" != 1 ]; then
+  echo "== molecule (every role's scenarios, podman)"
+  bash scripts/molecule-all.sh
+fi
