@@ -1,0 +1,61 @@
+"""After playbooks/esxi_hosts.yml: each stand-in host runs the wanted driver with the campaign's
+MIG modes, rebooted only as often as needed; vCenter shows Shared Direct in effect and no host
+left in maintenance mode."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(
+    0, str(Path(__file__).resolve().parents[5] / "tests" / "standins" / "esxi" / "molecule")
+)
+from standin_checks import hostname, standin_state, vcenter_host  # noqa: E402
+
+testinfra_hosts = ["ansible://esxi_hosts"]
+
+DRIVER = "535.154.02"
+# esxi-a: fresh (install reboot + MIG reboot); esxi-b: upgrade (one reboot); esxi-c: nothing.
+EXPECT = {
+    "esxi-a": {"reboots": 2, "mig": [True, True]},
+    "esxi-b": {"reboots": 1, "mig": [False, False]},
+    "esxi-c": {"reboots": 0, "mig": [False, True]},
+}
+
+
+def test_driver_installed_and_running(host):
+    components = host.check_output("esxcli software component list")
+    assert f"{DRIVER}-1OEM.702.0.0.17630552" in components
+    assert "535.129.03" not in components
+    out = host.check_output(
+        "nvidia-smi --query-gpu=driver_version,mig.mode.current,mig.mode.pending "
+        "--format=csv,noheader"
+    )
+    rows = [line.split(", ") for line in out.splitlines()]
+    assert {r[0] for r in rows} == {DRIVER}
+    want = EXPECT[hostname(host)]["mig"]
+    assert [r[1] == "Enabled" for r in rows] == want, out
+    assert [r[2] == "Enabled" for r in rows] == want, out
+
+
+def test_rebooted_only_when_needed(host):
+    state = standin_state(host)
+    assert state["reboots"] == EXPECT[hostname(host)]["reboots"], state["log"]
+
+
+@pytest.fixture(scope="module")
+def vc(host):
+    return vcenter_host(hostname(host))
+
+
+def test_vcenter_host_back_in_service(host, vc):
+    assert vc["connection_state"] == "connected"
+    assert vc["in_maintenance_mode"] is False
+
+
+def test_vcenter_shared_direct_in_effect(host, vc):
+    assert vc["graphics_config"]["default_graphics_type"] == "sharedDirect"
+    assert vc["graphics_config"]["assignment_policy"] == "performance"
+    assert {g["graphics_type"] for g in vc["graphics_info"]} == {"sharedDirect"}

@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Write a STAND-IN NVIDIA host driver bundle for the ESXi stand-in (test infrastructure).
+
+    make-bundle.py [--flavour AIE|VGPU] [--acceptance LEVEL] DRIVER ESXI OUT_DIR
+
+writes OUT_DIR/NVD-<flavour>-<esxi>_<driver>-1OEM.<esxi>.0.0.<build>_<n>.zip and prints
+"<path> sha256:<hex>". The name, component, VIB and version strings follow NVIDIA's offline
+bundles (e.g. NVD-AIE-800_525.105.14-1OEM.800.1.0.20613240_21506612.zip holding component
+NVD-AIE-800 and VIB NVD-AIE_ESXi_8.0.0_Driver, see README.md); the content is only a manifest
+(standin-depot.json) that esxi_standin.py reads, not a VMware depot. The zip is byte-identical for
+the same arguments (fixed timestamps), so its checksum is stable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import zipfile
+from pathlib import Path
+
+# ESXi GA builds that NVIDIA's VIB versions name (1OEM.702.0.0.17630552, 1OEM.800.1.0.20613240).
+ESXI_BUILDS = {"7.0.2": "0.0.17630552", "8.0.0": "1.0.20613240"}
+FLAVOURS = {
+    "AIE": "NVIDIA AI Enterprise vGPU driver for VMWare ESX-{esxi}",
+    "VGPU": "NVIDIA vGPU driver for VMWare ESX-{esxi}",
+}
+
+
+def manifest(driver: str, esxi: str, flavour: str, acceptance: str) -> dict:
+    tag = esxi.replace(".", "")
+    version = f"{driver}-1OEM.{tag}.{ESXI_BUILDS[esxi]}"
+    return {
+        "standin": "miglab ESXi stand-in bundle: not NVIDIA software, not a VMware depot",
+        "driver_version": driver,
+        "creation_date": "2023-11-03",
+        "release_date": "11-03-2023",
+        "component": {
+            "name": f"NVD-{flavour}-{tag}",
+            "display_name": FLAVOURS[flavour].format(esxi=esxi),
+            "version": version,
+            "display_version": driver,
+            "vendor": "NVIDIA",
+            "acceptance_level": acceptance,
+        },
+        "vib": {
+            "name": f"NVD-{flavour}_ESXi_{esxi}_Driver",
+            "version": version,
+            "vendor": "NVIDIA",
+            "acceptance_level": acceptance,
+        },
+    }
+
+
+def write(
+    driver: str, esxi: str, out_dir: Path, flavour: str = "AIE", acceptance: str = "VMwareAccepted"
+) -> tuple[Path, str]:
+    data = manifest(driver, esxi, flavour, acceptance)
+    depot_no = int(hashlib.sha256(f"{driver}{esxi}{flavour}".encode()).hexdigest()[:6], 16)
+    name = f"{data['component']['name']}_{data['component']['version']}_{21000000 + depot_no}.zip"
+    path = out_dir / name
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for member, text in (
+            ("standin-depot.json", json.dumps(data, indent=2, sort_keys=True) + "\n"),
+            ("README.txt", data["standin"] + "\n"),
+        ):
+            info = zipfile.ZipInfo(member, date_time=(1980, 1, 1, 0, 0, 0))
+            info.external_attr = 0o644 << 16
+            z.writestr(info, text)
+    return path, "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("driver", help="driver version, e.g. 535.154.02")
+    ap.add_argument("esxi", choices=sorted(ESXI_BUILDS), help="ESXi release the bundle is for")
+    ap.add_argument("out_dir", type=Path)
+    ap.add_argument("--flavour", choices=sorted(FLAVOURS), default="AIE")
+    ap.add_argument(
+        "--acceptance",
+        default="VMwareAccepted",
+        choices=["VMwareCertified", "VMwareAccepted", "PartnerSupported", "CommunitySupported"],
+    )
+    a = ap.parse_args()
+    path, checksum = write(a.driver, a.esxi, a.out_dir, a.flavour, a.acceptance)
+    print(f"{path} {checksum}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""The project's vCenter simulator for the ESXi molecule scenarios, plus the reboot link to the
+ESXi stand-in containers (test infrastructure).
+
+    vcsim_daemon.py start --inventory LAB.yml --out DIR [--reboot-seconds S] [--extra JSON]
+    vcsim_daemon.py stop --out DIR
+
+``start`` runs the simulator (tests/sim/vcsim through tests/sim/vcsim_lab.py) for the hosts of a
+miglab lab inventory -- the same file the campaign plan reads, so hosts, GPUs and PCI ids agree --
+in a background process, and returns once DIR/vcsim.json holds the connection (``hostname``,
+``port``, ``username``, ``password``, ``validate_certs``, ``ca_bundle``; the role variable
+``miglab_vcenter`` as is). Running twice is a no-op while it runs. ``--extra`` adds lab-file keys
+per host (``{"esxi-gone": {"reboot_never_returns": true}}``).
+
+The link: vCenter reboots a host with RebootHost_Task; the matching stand-in container (same name
+as the host) must then "boot". The background process watches every host's connection state
+(every 0.1 s); when a host stops being connected it runs ``podman exec HOST esxi-standin
+boot-request``, and the stand-in applies the boot before its next command. A simulated reboot
+lasts ``--reboot-seconds`` (default 1 s) and miglab's reboot-and-wait polls every second, so the
+request is recorded well before the role's next command on the host (should the down state go
+unseen, the new boot time the host comes back with sends it).
+
+The process stops on ``stop``, SIGTERM, after ``--max-life`` seconds (default 1800) or when none of
+the containers exists any more (a scenario destroyed without its cleanup); the simulator stops
+with it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "tests" / "sim"))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    return True
+
+
+def _pid(out: Path) -> int | None:
+    with contextlib.suppress(FileNotFoundError, ValueError):
+        pid = int((out / "daemon.pid").read_text())
+        return pid if _alive(pid) else None
+    return None
+
+
+def start(args) -> int:
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if _pid(out) and (out / "vcsim.json").exists():
+        print((out / "vcsim.json").read_text(), end="")
+        return 0
+    (out / "vcsim.json").unlink(missing_ok=True)
+    cmd = [sys.executable, __file__, "run", "--inventory", args.inventory, "--out", str(out),
+           "--reboot-seconds", str(args.reboot_seconds), "--extra", args.extra,
+           "--max-life", str(args.max_life)]  # fmt: skip
+    with open(out / "daemon.log", "ab") as log:
+        proc = subprocess.Popen(
+            cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
+        )
+    (out / "daemon.pid").write_text(str(proc.pid))
+    deadline = time.monotonic() + 120  # includes building the simulator when it is out of date
+    while time.monotonic() < deadline:
+        if (out / "vcsim.json").exists():
+            print((out / "vcsim.json").read_text(), end="")
+            return 0
+        if proc.poll() is not None:
+            break
+        time.sleep(0.1)
+    print((out / "daemon.log").read_text()[-4000:], file=sys.stderr)
+    print("vcsim_daemon: the simulator did not start", file=sys.stderr)
+    with contextlib.suppress(OSError):
+        proc.terminate()
+    return 1
+
+
+def stop(args) -> int:
+    out = Path(args.out)
+    pid = _pid(out)
+    if pid:
+        os.kill(pid, signal.SIGTERM)
+        for _ in range(100):
+            if not _alive(pid):
+                break
+            time.sleep(0.1)
+    (out / "daemon.pid").unlink(missing_ok=True)
+    (out / "vcsim.json").unlink(missing_ok=True)
+    return 0
+
+
+def run(args) -> int:
+    import vcsim_lab
+    from pyVmomi import vim
+
+    from miglab.catalog import load_catalog
+    from miglab.lab import load_lab
+
+    out = Path(args.out)
+    stopping = []
+    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+    vcsim_lab.build()
+    catalog = load_catalog()
+    lab = vcsim_lab.lab_json(
+        load_lab(args.inventory, catalog), catalog, host_extra=json.loads(args.extra or "{}")
+    )
+    names = [h["name"] for h in lab["hosts"]]
+    with vcsim_lab.Vcsim(lab, reboot_seconds=args.reboot_seconds) as sim:
+        ca = out / "ca.pem"
+        shutil.copyfile(sim.ca_file, ca)
+        conn = {
+            "hostname": sim.host,
+            "port": sim.port,
+            "username": sim.username,
+            "password": sim.password,
+            "validate_certs": True,
+            "ca_bundle": str(ca),
+        }
+        tmp = out / "vcsim.json.tmp"
+        tmp.write_text(json.dumps(conn, indent=2) + "\n")
+        tmp.replace(out / "vcsim.json")
+        print(f"vcsim {sim.url} for {', '.join(names)}", flush=True)
+
+        si = sim.connect()
+        view = si.content.viewManager.CreateContainerView(
+            si.content.rootFolder, [vim.HostSystem], True
+        )
+        hosts = {h.name: h for h in view.view}
+        last = {n: (str(h.runtime.connectionState), h.runtime.bootTime) for n, h in hosts.items()}
+        sent = dict.fromkeys(hosts, False)  # a request went out for the reboot under way
+        started, checked = time.monotonic(), 0.0
+        while not stopping and time.monotonic() - started < args.max_life:
+            for name, host in hosts.items():
+                runtime = host.runtime
+                state, boot = str(runtime.connectionState), runtime.bootTime
+                if last[name][0] == "connected" and state != "connected":
+                    _boot_request(name)  # the host went down
+                    sent[name] = True
+                elif boot != last[name][1] and state == "connected":
+                    if not sent[name]:  # back with a new boot time, its going down unseen
+                        _boot_request(name)
+                    sent[name] = False
+                last[name] = (state, boot)
+            if time.monotonic() - checked > 30:  # containers gone: the scenario is over
+                checked = time.monotonic()
+                if not any(_container_exists(n) for n in names):
+                    print("no stand-in container left: stopping", flush=True)
+                    break
+            time.sleep(0.1)
+    (out / "vcsim.json").unlink(missing_ok=True)
+    return 0
+
+
+def _boot_request(name: str) -> None:
+    res = subprocess.run(
+        ["podman", "exec", name, "/opt/esxi-standin/bin/esxi-standin", "boot-request", "vcenter"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    what = "ok" if res.returncode == 0 else f"failed: {res.stderr.strip()}"
+    print(f"{time.strftime('%H:%M:%S')} {name} went down: boot request {what}", flush=True)
+
+
+def _container_exists(name: str) -> bool:
+    res = subprocess.run(["podman", "container", "exists", name], check=False)
+    return res.returncode == 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    for name in ("start", "run"):
+        p = sub.add_parser(name)
+        p.add_argument("--inventory", required=True)
+        p.add_argument("--out", required=True)
+        p.add_argument("--reboot-seconds", type=float, default=1.0)
+        p.add_argument("--extra", default="{}")
+        p.add_argument("--max-life", type=float, default=1800)
+    sub.add_parser("stop").add_argument("--out", required=True)
+    args = ap.parse_args()
+    return {"start": start, "stop": stop, "run": run}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,206 @@
+"""The ESXi shell stand-in (tests/standins/esxi) prints what miglab.esxi reads from a real host,
+and keeps a host's state across commands: install, boot, MIG modes, GPU reset."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from miglab import esxi, nvsmi
+from testlib import ROOT
+
+STANDIN = ROOT / "tests" / "standins" / "esxi"
+QUERY = ["--query-gpu=" + ",".join(esxi.NVSMI_QUERY_FIELDS), "--format=csv"]
+
+
+@pytest.fixture
+def host(tmp_path):
+    """Run a stand-in command: host("esxcli", "software", "vib", "list") -> CompletedProcess."""
+    env = {
+        "ESXI_STANDIN_STATE": str(tmp_path / "state" / "state.json"),
+        "ESXI_STANDIN_NVSMI_LINK": str(tmp_path / "nvidia-smi"),
+        "ESXI_STANDIN_NVSMI_TARGET": "/bin/true",
+        "PATH": "/usr/bin:/bin",
+    }
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, str(STANDIN / "esxi_standin.py"), *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+
+    run.tmp = tmp_path
+    return run
+
+
+def bundle(tmp_path, driver="535.154.02", esxi_release="7.0.2", **kw) -> tuple[str, str]:
+    sys.path.insert(0, str(STANDIN))
+    try:
+        import importlib
+
+        make = importlib.import_module("make-bundle")
+    finally:
+        sys.path.pop(0)
+    path, checksum = make.write(driver, esxi_release, tmp_path / "bundles", **kw)
+    return str(path), checksum
+
+
+def facts(host, with_bundle: str | None = None) -> dict:
+    nv = host("nvidia-smi", *QUERY)
+    f = {
+        "vmware_vl": host("vmware", "-vl").stdout,
+        "acceptance": host("esxcli", "software", "acceptance", "get").stdout,
+        "components": host("esxcli", "software", "component", "list").stdout,
+        "vibs": host("esxcli", "software", "vib", "list").stdout,
+        "nvidia_smi": {"rc": nv.returncode, "stdout": nv.stdout, "stderr": nv.stderr},
+        "bundle_vibs": None,
+    }
+    if with_bundle:
+        f["bundle_vibs"] = host(
+            "esxcli", "software", "sources", "vib", "list", "-d", with_bundle
+        ).stdout
+    return f
+
+
+WANT = {"version": "535.154.02", "guest_driver_version": "535.154.05"}
+
+
+def test_outputs_parse_like_real_ones(host):
+    assert host("esxi-standin", "init", "gpus=A100-PCIE-80GB:2").returncode == 0
+    assert esxi.parse_vmware_version(host("vmware", "-vl").stdout)["version"] == "7.0.3"
+    assert esxi.parse_acceptance(host("esxcli", "software", "acceptance", "get").stdout)
+    vibs = esxi.parse_vib_list(host("esxcli", "software", "vib", "list").stdout)
+    assert {"atlantic", "esx-base"} <= {v["name"] for v in vibs}
+    comps = esxi.parse_component_list(host("esxcli", "software", "component", "list").stdout)
+    assert comps[0]["display_version"] == "7.0 Update 3c"
+    nv = host("nvidia-smi", *QUERY)
+    assert nv.returncode == 127  # no driver, no nvidia-smi
+    assert esxi.nvsmi_state({"rc": nv.returncode, "stderr": nv.stderr})["state"] == "absent"
+
+
+def test_esxi8_tables_have_the_newer_columns(host):
+    host("esxi-standin", "init", "esxi=8.0.0")
+    path, _ = bundle(host.tmp, esxi_release="8.0.0")
+    host("esxcli", "software", "component", "apply", "-d", path)
+    comps = esxi.parse_component_list(host("esxcli", "software", "component", "list").stdout)
+    nvd = [c for c in comps if c["name"] == "NVD-AIE-800"][0]
+    assert (nvd["release_date"], nvd["platforms"]) == ("11-03-2023", "host")
+    vibs = esxi.parse_vib_list(host("esxcli", "software", "vib", "list").stdout)
+    assert all(v["platforms"] == "host" for v in vibs)
+    result = esxi.parse_install_result(
+        host("esxcli", "software", "component", "apply", "-d", path).stdout
+    )
+    assert result["skipped"] == ["NVD-AIE-800_535.154.02-1OEM.800.1.0.20613240"]
+
+
+def test_install_boot_and_verify_through_the_plan(host):
+    host("esxi-standin", "init", "gpus=A100-PCIE-80GB:1")
+    path, _ = bundle(host.tmp)
+    plan = esxi.plan_driver(facts(host, path), WANT)
+    assert (plan["action"], plan["problems"], plan["bundle"]["status"]) == ("install", [], "New")
+
+    res = host("esxcli", "software", "component", "apply", "-d", path)
+    assert res.returncode == 0
+    assert esxi.parse_install_result(res.stdout)["installed"] == [
+        "NVD-AIE-702_535.154.02-1OEM.702.0.0.17630552"
+    ]
+    assert Path(host.tmp / "nvidia-smi").is_symlink()  # the driver brings nvidia-smi
+    plan = esxi.plan_driver(facts(host, path), WANT)
+    assert plan["action"] == "reboot" and plan["loaded"]["state"] == "not_loaded"
+
+    host("esxi-standin", "boot-request", "vcenter")  # applied by the next command
+    after = esxi.verify_driver(facts(host), WANT)
+    assert after["ok"], after["problems"]
+    state = host("esxi-standin", "show").stdout
+    assert '"reboots": 1' in state
+
+
+def test_upgrade_runs_the_old_driver_until_the_reboot(host):
+    host("esxi-standin", "init")
+    old, _ = bundle(host.tmp, driver="535.129.03")
+    new, _ = bundle(host.tmp)
+    host("esxi-standin", "preinstall", "--loaded", old)
+    assert "Update" in host("esxcli", "software", "sources", "vib", "list", "-d", new).stdout
+    assert esxi.plan_driver(facts(host, new), WANT)["action"] == "upgrade"
+    res = host("esxcli", "software", "component", "apply", "-d", new)
+    assert esxi.parse_install_result(res.stdout)["removed"] == [
+        "NVD-AIE-702_535.129.03-1OEM.702.0.0.17630552"
+    ]
+    nv = host("nvidia-smi", *QUERY)
+    assert esxi.nvsmi_state({"rc": nv.returncode, "stdout": nv.stdout})["state"] == "mismatch"
+    host("esxi-standin", "reboot")
+    assert esxi.verify_driver(facts(host), WANT)["ok"]
+
+
+def test_refusals_print_esxcli_errors(host):
+    host("esxi-standin", "init", "acceptance=VMwareCertified")
+    path, _ = bundle(host.tmp)
+    res = host("esxcli", "software", "component", "apply", "-d", path)
+    err = esxi.parse_esxcli_error(res.stdout)
+    assert res.returncode == 1 and err["error"] == "AcceptanceLevelError"
+    assert "acceptance level is accepted" in err["message"]
+    res = host("esxcli", "software", "sources", "vib", "list", "-d", "/vmfs/volumes/ds/none.zip")
+    assert esxi.parse_esxcli_error(res.stdout)["error"] == "MetadataDownloadError"
+    assert host("esxcli", "software", "nope", "list").returncode == 1
+
+
+def test_mig_modes_pending_reset_reboot(host):
+    host("esxi-standin", "init", "gpus=A100-PCIE-80GB:2,H100-PCIE-80GB:1,L40S:1", "in_use=1")
+    path, _ = bundle(host.tmp)
+    host("esxi-standin", "preinstall", "--loaded", path)
+
+    def query():
+        nv = host("nvidia-smi", *QUERY)
+        return {"rc": nv.returncode, "stdout": nv.stdout}
+
+    wanted = {0: True, 1: True, 2: True}
+    plan = esxi.plan_mig(query(), wanted)
+    assert plan["enable"] == [0, 1, 2]
+    out = host("nvidia-smi", "-i", "0,1,2", "-mig", "1").stdout
+    assert "pending enable state for GPU 00000000:3B:00.0" in out  # Ampere: pending
+    assert "Enabled MIG Mode for GPU 00000000:86:00.0" in out  # idle Hopper: at once
+    assert out.endswith("All done.\n")
+    plan = esxi.plan_mig(query(), wanted, {"0000:3b:00.0": [], "0000:5e:00.0": []}, True)
+    assert (plan["activate"], plan["activation"]) == ([0, 1], "reset")
+    res = host("nvidia-smi", "-i", "1", "-r")  # GPU 1 is in use
+    assert res.returncode != 0 and "could not be reset" in res.stdout
+    assert "was successfully reset" in host("nvidia-smi", "-i", "0", "-r").stdout
+    assert esxi.plan_mig(query(), wanted)["activate"] == [1]
+    host("esxi-standin", "reboot")
+    assert esxi.verify_mig(query(), wanted)["ok"]
+    assert "does not support MIG" in esxi.plan_mig(query(), {3: True})["problems"][0]
+    assert "Not Supported" in host("nvidia-smi", "-i", "3", "-mig", "1").stdout
+
+
+def test_query_and_list_formats(host):
+    host("esxi-standin", "init", "gpus=A100-PCIE-80GB:1", "mig=0")
+    path, _ = bundle(host.tmp)
+    host("esxi-standin", "preinstall", "--loaded", path)
+    gpus = nvsmi.parse_query(host("nvidia-smi", "-q").stdout)
+    assert gpus[0]["product_name"] == "NVIDIA A100 80GB PCIe"
+    assert (gpus[0]["mig_mode_current"], gpus[0]["mig_mode_pending"]) == ("Enabled", "Enabled")
+    assert (gpus[0]["virtualization_mode"], gpus[0]["host_vgpu_mode"]) == ("Host VGPU", "SR-IOV")
+    assert gpus[0]["device_id"] == "0x20B5" and gpus[0]["driver_version"] == "535.154.02"
+    rows = nvsmi.parse_query_gpu_csv(
+        host("nvidia-smi", "--query-gpu=name,memory.total", "--format=csv,noheader,nounits").stdout,
+        fields=["name", "memory.total"],
+    )
+    assert rows == [{"name": "NVIDIA A100 80GB PCIe", "memory.total": "81920"}]
+    assert "GPU 0: NVIDIA A100 80GB PCIe (UUID: GPU-" in host("nvidia-smi", "-L").stdout
+    assert "MIG M." in host("nvidia-smi").stdout
+    assert "is not a valid field" in host("nvidia-smi", "--query-gpu=bogus", "--format=csv").stdout
+
+
+def test_bundles_are_reproducible(tmp_path):
+    a = bundle(tmp_path / "a")
+    b = bundle(tmp_path / "b")
+    assert Path(a[0]).name == Path(b[0]).name
+    assert Path(a[0]).name.startswith("NVD-AIE-702_535.154.02-1OEM.702.0.0.17630552_")
+    assert a[1] == b[1] and a[1].startswith("sha256:")
