@@ -49,59 +49,109 @@ VGPU = "grid_a100d-1-10c"
 def make_lab(hosts: int, gpus: int) -> dict:
     cat = load_catalog()
     a100 = cat.get("A100-PCIE-80GB")
-    lab = Lab(tuple(Host(f"esxi-{i:02d}.bench.test", (a100,) * gpus, 128, 2048)
-                    for i in range(hosts)))
+    lab = Lab(
+        tuple(Host(f"esxi-{i:02d}.bench.test", (a100,) * gpus, 128, 2048) for i in range(hosts))
+    )
     return vcsim_lab.lab_json(lab, cat, graphics_type="sharedDirect")
 
 
 def vm_names(hosts: int, per_host: int) -> list[tuple[str, str]]:
-    return [(f"bench-{h:02d}-{k}", f"esxi-{h:02d}.bench.test")
-            for h in range(hosts) for k in range(per_host)]
+    return [
+        (f"bench-{h:02d}-{k}", f"esxi-{h:02d}.bench.test")
+        for h in range(hosts)
+        for k in range(per_host)
+    ]
 
 
 def conn_vars(sim) -> dict:
-    return {"hostname": sim.host, "port": sim.port, "username": sim.username,
-            "password": sim.password}
+    return {
+        "hostname": sim.host,
+        "port": sim.port,
+        "username": sim.username,
+        "password": sim.password,
+    }
 
 
 def play_miglab(sim, vms) -> str:
-    args = {**conn_vars(sim), "ca_bundle": sim.ca_file, "datastore": "datastore1",
-            "network": "VM Network", "vcpus": 32, "memory_gb": 64, "mmio_gb": 128,
-            "disk_gb": 10, "concurrency": 32,
-            "vms": [{"name": n, "host": h, "vgpus": [VGPU]} for n, h in vms]}
-    return json.dumps([{
-        "name": "miglab", "hosts": "localhost", "gather_facts": False,
-        "tasks": [{"name": "All VMs in one call", "miglab.lab.vgpu_vm": args,
-                   "register": "r"},
-                  {"ansible.builtin.debug": {"msg": "CHANGED={{ r.changed }}"}}],
-    }])
+    args = {
+        **conn_vars(sim),
+        "ca_bundle": sim.ca_file,
+        "datastore": "datastore1",
+        "network": "VM Network",
+        "vcpus": 32,
+        "memory_gb": 64,
+        "mmio_gb": 128,
+        "disk_gb": 10,
+        "concurrency": 32,
+        "vms": [{"name": n, "host": h, "vgpus": [VGPU]} for n, h in vms],
+    }
+    return json.dumps(
+        [
+            {
+                "name": "miglab",
+                "hosts": "localhost",
+                "gather_facts": False,
+                "tasks": [
+                    {"name": "All VMs in one call", "miglab.lab.vgpu_vm": args, "register": "r"},
+                    {"ansible.builtin.debug": {"msg": "CHANGED={{ r.changed }}"}},
+                ],
+            }
+        ]
+    )
 
 
 def play_community(sim, vms) -> str:
     common = {**conn_vars(sim), "validate_certs": True, "datacenter": "dc1"}
     items = [{"name": n, "host": h} for n, h in vms]
-    return json.dumps([{
-        "name": "community.vmware", "hosts": "localhost", "gather_facts": False,
-        "tasks": [
-            {"name": "VMs", "community.vmware.vmware_guest": {
-                **common, "folder": "/dc1/vm", "name": "{{ item.name }}",
-                "esxi_hostname": "{{ item.host }}", "guest_id": "ubuntu64Guest",
-                "state": "present",
-                "hardware": {"num_cpus": 32, "memory_mb": 65536, "boot_firmware": "efi",
-                             "memory_reservation_lock": True},
-                "disk": [{"size_gb": 10, "type": "thin", "datastore": "datastore1"}],
-                "networks": [{"name": "VM Network"}],
-                "advanced_settings": [
-                    {"key": "pciPassthru.use64bitMMIO", "value": "TRUE"},
-                    {"key": "pciPassthru.allowP2P", "value": "TRUE"},
-                    {"key": "pciPassthru.64bitMMIOSizeGB", "value": "128"}]},
-             "loop": items, "register": "a"},
-            {"name": "vGPUs", "community.vmware.vmware_guest_vgpu": {
-                **common, "name": "{{ item.name }}", "vgpu": VGPU, "state": "present"},
-             "loop": items, "register": "b"},
-            {"ansible.builtin.debug": {"msg": "CHANGED={{ a.changed or b.changed }}"}},
-        ],
-    }])
+    return json.dumps(
+        [
+            {
+                "name": "community.vmware",
+                "hosts": "localhost",
+                "gather_facts": False,
+                "tasks": [
+                    {
+                        "name": "VMs",
+                        "community.vmware.vmware_guest": {
+                            **common,
+                            "folder": "/dc1/vm",
+                            "name": "{{ item.name }}",
+                            "esxi_hostname": "{{ item.host }}",
+                            "guest_id": "ubuntu64Guest",
+                            "state": "present",
+                            "hardware": {
+                                "num_cpus": 32,
+                                "memory_mb": 65536,
+                                "boot_firmware": "efi",
+                                "memory_reservation_lock": True,
+                            },
+                            "disk": [{"size_gb": 10, "type": "thin", "datastore": "datastore1"}],
+                            "networks": [{"name": "VM Network"}],
+                            "advanced_settings": [
+                                {"key": "pciPassthru.use64bitMMIO", "value": "TRUE"},
+                                {"key": "pciPassthru.allowP2P", "value": "TRUE"},
+                                {"key": "pciPassthru.64bitMMIOSizeGB", "value": "128"},
+                            ],
+                        },
+                        "loop": items,
+                        "register": "a",
+                    },
+                    {
+                        "name": "vGPUs",
+                        "community.vmware.vmware_guest_vgpu": {
+                            **common,
+                            "name": "{{ item.name }}",
+                            "vgpu": VGPU,
+                            "state": "present",
+                        },
+                        "loop": items,
+                        "register": "b",
+                    },
+                    {"ansible.builtin.debug": {"msg": "CHANGED={{ a.changed or b.changed }}"}},
+                ],
+            }
+        ]
+    )
 
 
 def run_play(text: str, sim, workdir: Path) -> tuple[float, bool]:
@@ -113,13 +163,21 @@ def run_play(text: str, sim, workdir: Path) -> tuple[float, bool]:
         ANSIBLE_COLLECTIONS_PATH=f"{ROOT / 'collections'}:"
         f"{Path(sys.executable).parent.parent / 'lib'}",
         ANSIBLE_PYTHON_INTERPRETER=sys.executable,
-        SSL_CERT_FILE=sim.ca_file, REQUESTS_CA_BUNDLE=sim.ca_file,
-        ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false",
+        SSL_CERT_FILE=sim.ca_file,
+        REQUESTS_CA_BUNDLE=sim.ca_file,
+        ANSIBLE_LOCALHOST_WARNING="false",
+        ANSIBLE_INVENTORY_UNPARSED_WARNING="false",
     )
     env.pop("ANSIBLE_COLLECTIONS_PATH")  # the bundled collections are found by default
     env["ANSIBLE_COLLECTIONS_PATH"] = f"{ROOT / 'collections'}"
-    cmd = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,",
-           "-c", "local", str(play)]
+    cmd = [
+        str(Path(sys.executable).parent / "ansible-playbook"),
+        "-i",
+        "localhost,",
+        "-c",
+        "local",
+        str(play),
+    ]
     t0 = time.perf_counter()
     res = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT)
     elapsed = time.perf_counter() - t0
@@ -132,14 +190,23 @@ def bench_case(label: str, hosts: int, gpus: int, per_host: int) -> dict:
     vms = vm_names(hosts, per_host)
     row = {"case": label, "vms": len(vms)}
     for tool, builder in (("miglab", play_miglab), ("community", play_community)):
-        with tempfile.TemporaryDirectory() as tmp, \
-                vcsim_lab.Vcsim(make_lab(hosts, gpus), delays=DELAYS) as sim:
+        with (
+            tempfile.TemporaryDirectory() as tmp,
+            vcsim_lab.Vcsim(make_lab(hosts, gpus), delays=DELAYS) as sim,
+        ):
             first, changed1 = run_play(builder(sim, vms), sim, Path(tmp))
             again, changed2 = run_play(builder(sim, vms), sim, Path(tmp))
-        row[tool] = {"create_s": round(first, 1), "noop_s": round(again, 1),
-                     "changed_first": changed1, "changed_rerun": changed2}
-        print(f"{label}: {tool}: create {first:.1f} s (changed={changed1}), "
-              f"no-op rerun {again:.1f} s (changed={changed2})", flush=True)
+        row[tool] = {
+            "create_s": round(first, 1),
+            "noop_s": round(again, 1),
+            "changed_first": changed1,
+            "changed_rerun": changed2,
+        }
+        print(
+            f"{label}: {tool}: create {first:.1f} s (changed={changed1}), "
+            f"no-op rerun {again:.1f} s (changed={changed2})",
+            flush=True,
+        )
     row["ratio"] = round(row["community"]["create_s"] / row["miglab"]["create_s"], 1)
     return row
 
@@ -161,7 +228,8 @@ def main() -> None:
         f"Python {platform.python_version()}; simulator: tests/sim/vcsim (govmomi 0.24) with "
         f"per-method latency {json.dumps(DELAYS)} ms.",
         "",
-        "Each tool creates the VMs (EFI, 32 vCPUs, 64 GB reserved, pciPassthru settings, disk, NIC, "
+        "Each tool creates the VMs (EFI, 32 vCPUs, 64 GB reserved, pciPassthru settings, disk, "
+        "NIC, "
         f"one `{VGPU}` vGPU) through ansible-playbook on a fresh simulator, then runs again "
         "unchanged. community.vmware = loop of `vmware_guest` + loop of `vmware_guest_vgpu` "
         "(community.vmware from the PyPI package `ansible`).",
@@ -172,9 +240,11 @@ def main() -> None:
     ]
     for r in rows:
         m, c = r["miglab"], r["community"]
-        lines.append(f"| {r['case']} | {r['vms']} | {m['create_s']} | {c['create_s']} | "
-                     f"{r['ratio']}x | {m['noop_s']} | {c['noop_s']} | miglab "
-                     f"{m['changed_rerun']}, community {c['changed_rerun']} |")
+        lines.append(
+            f"| {r['case']} | {r['vms']} | {m['create_s']} | {c['create_s']} | "
+            f"{r['ratio']}x | {m['noop_s']} | {c['noop_s']} | miglab "
+            f"{m['changed_rerun']}, community {c['changed_rerun']} |"
+        )
     out = ROOT / "bench" / "RESULTS.md"
     out.write_text("\n".join(lines) + "\n")
     print(f"wrote {out}")
