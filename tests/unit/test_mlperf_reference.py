@@ -1,0 +1,381 @@
+"""The reference backend on the CPU: real MLPerf LoadGen, the ONNX Runtime SUT, a tiny model.
+
+The model is generated here with ``onnx.helper`` (a small conv net, seeded random weights); no
+download. Runs are short (2 s minimum duration) and go through the command the guests run,
+``python -m miglab.mlperf.run``, in subprocesses: one VM alone (scenario s1) and two "VMs" at once
+(scenario s2: two processes started with the same ``--start-at``), Offline and Server. The logs
+are then read with the collector (``parse_run``) and summed with ``aggregate_results``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("mlperf_loadgen")
+pytest.importorskip("onnxruntime")
+pytest.importorskip("onnx")
+
+from miglab.mlperf.aggregate import aggregate_results  # noqa: E402
+from miglab.mlperf.backends import BackendError, get_backend, run_dir_for  # noqa: E402
+from miglab.mlperf.backends.reference import ReferenceSettings, load_test_settings  # noqa: E402
+from miglab.mlperf.logs import RUN_META, parse_run  # noqa: E402
+from miglab.mlperf.sut.base import Engine, Pending  # noqa: E402
+from miglab.mlperf.sut.runner import Runner  # noqa: E402
+from miglab.mlperf.sut.tiny import make_tiny_model  # noqa: E402
+
+SHORT = [
+    "--min-duration-ms",
+    "2000",
+    "--min-query-count",
+    "64",
+    "--performance-sample-count",
+    "256",
+    "--threads",
+    "1",
+]
+
+
+def run_cmd(*args, timeout=60) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "miglab.mlperf.run", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def start_cmd(*args) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "miglab.mlperf.run", *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory) -> Path:
+    return make_tiny_model(tmp_path_factory.mktemp("model") / "tiny-conv.onnx", "tiny-conv")
+
+
+@pytest.fixture(scope="module")
+def lab_results(tmp_path_factory, tiny_model):
+    """results/<campaign>: s1 = one VM, s2 = two VMs at once; resnet50 Offline and Server."""
+    root = tmp_path_factory.mktemp("results") / "cpu-lab"
+
+    def scenario(sid, vms, mlperf_scenario, extra, delay=3.0):
+        start_at = time.time() + delay  # all processes are ready well before this
+        procs = [
+            start_cmd(
+                "--backend",
+                "reference",
+                "--sut",
+                "onnxruntime",
+                "--model",
+                tiny_model,
+                "--benchmark",
+                "resnet50",
+                "--scenario",
+                mlperf_scenario,
+                "--out",
+                root / sid / vm,
+                "--run",
+                "1",
+                "--start-at",
+                f"{start_at:.3f}",
+                "--vm",
+                f"cpu-lab-{sid}-{vm}",
+                "--lab-scenario",
+                sid,
+                "--weights-kind",
+                "random",
+                *SHORT,
+                *extra,
+            )
+            for vm in vms
+        ]
+        return [(p, *p.communicate(timeout=60)) for p in procs]
+
+    t0 = time.time()
+    # s1: the target QPS is the raw throughput the command measures before the barrier
+    # (a shared CPU is noisy: twice the raw throughput keeps the run over its minimum duration)
+    s1 = scenario(
+        "s1",
+        ["vm1"],
+        "Offline",
+        [
+            "--raw-seconds",
+            "1",
+            "--warmup-seconds",
+            "0.5",
+            "--auto-target-factor",
+            "2",
+            "--min-duration-ms",
+            "1000",
+        ],
+        4,
+    )
+    meta = root / "s1" / "vm1" / "resnet50" / "Offline" / "performance" / "run_1" / RUN_META
+    raw = json.loads(meta.read_text())["raw_throughput"] if meta.exists() else 1000.0
+    # s2: two VMs share the CPU, so each is slower than s1's one: 2x s1's raw throughput
+    # makes LoadGen issue enough samples to last the minimum duration, whatever the machine
+    out = {
+        "s1-Offline": s1,
+        "s2-Offline": scenario(
+            "s2",
+            ["vm1", "vm2"],
+            "Offline",
+            ["--raw-seconds", "0", "--target-qps", f"{2 * raw:.0f}", "--min-duration-ms", "1000"],
+        ),
+        # a CPU shared by two processes stalls now and then: a 100 ms bound, not ResNet's 15 ms
+        "s2-Server": scenario(
+            "s2",
+            ["vm1", "vm2"],
+            "Server",
+            ["--raw-seconds", "0", "--target-qps", "300", "--target-latency-ms", "100"],
+        ),
+    }
+    return root, out, time.time() - t0
+
+
+def test_every_run_exits_valid(lab_results):
+    _, out, elapsed = lab_results
+    for name, procs in out.items():
+        for p, stdout, stderr in procs:
+            assert p.returncode == 0, f"{name}: {stdout}\n{stderr}"
+            assert stdout.startswith("VALID resnet50"), stdout
+            assert "LoadGen done" in stderr  # progress goes to stderr
+    assert elapsed < 45
+
+
+def test_layout_metadata_and_collector(lab_results):
+    root, _, _ = lab_results
+    run = root / "s2" / "vm2" / "resnet50" / "Server" / "performance" / "run_1"
+    assert run == run_dir_for(root / "s2" / "vm2", "resnet50", "Server", "PerformanceOnly", 1)
+    assert {"mlperf_log_detail.txt", "mlperf_log_summary.txt", "miglab_run.json"} <= {
+        p.name for p in run.iterdir()
+    }
+    meta = json.loads((run / "miglab_run.json").read_text())
+    assert meta["simulated"] is False
+    assert (meta["backend"], meta["sut"], meta["weights"]) == ("reference", "onnxruntime", "random")
+    assert meta["inputs"] == "synthetic" and meta["device"].startswith("CPU")
+    assert (meta["vm"], meta["scenario"], meta["run"]) == ("cpu-lab-s2-vm2", "s2", 1)
+    assert meta["barrier"]["late_s"] < 1.0
+    rec = parse_run(run)
+    assert rec.valid and rec.loadgen_validity == "VALID"
+    assert rec.scenario == "Server" and rec.mode == "PerformanceOnly"
+    assert rec.metric == "result_completed_samples_per_sec"
+    assert rec.value == pytest.approx(300, rel=0.2)
+    assert rec.meta.backend == "reference" and rec.meta.weights == "random"
+    assert not rec.submission_valid  # 2 s is no submission
+    assert any("min_duration" in r for r in rec.submission_reasons)
+
+    s1 = root / "s1" / "vm1" / "resnet50" / "Offline" / "performance" / "run_1"
+    meta1 = json.loads((s1 / "miglab_run.json").read_text())
+    rec1 = parse_run(s1)
+    assert rec1.valid and rec1.metric == "result_samples_per_second"
+    assert meta1["raw_throughput"] > 0
+    assert meta1["fidelity"] == pytest.approx(rec1.value / meta1["raw_throughput"])
+    assert meta1["settings"]["target_qps_auto"] is True
+
+
+def test_concurrent_vms_are_aggregated(lab_results):
+    root, _, _ = lab_results
+    agg = aggregate_results(root, baseline="s1")
+    assert not agg.problems
+    g = agg.group("s2", "resnet50", "Offline")
+    assert g is not None and g.vms == ["vm1", "vm2"]
+    (r,) = g.runs
+    assert r.included, r.reasons
+    assert r.window_source == "power"
+    assert r.overlap_fraction > 0.5  # the barrier made them run together
+    assert r.total == pytest.approx(sum(r.values.values()))
+    assert set(r.values) == {"vm1", "vm2"}
+    assert g.improvement_pct is not None  # against s1's single VM
+    server = agg.group("s2", "resnet50", "Server")
+    (rs,) = server.runs
+    assert rs.included and rs.overlap_fraction > 0.5
+    assert rs.total == pytest.approx(600, rel=0.2)
+    assert agg.simulated is False and agg.random_weights
+
+
+def test_invalid_run_exits_1_with_a_reason(tmp_path, tiny_model):
+    p = run_cmd(
+        "--sut",
+        "onnxruntime",
+        "--model",
+        tiny_model,
+        "--benchmark",
+        "resnet50",
+        "--scenario",
+        "Server",
+        "--out",
+        tmp_path,
+        "--target-qps",
+        "200",
+        "--target-latency-ms",
+        "0.001",
+        "--raw-seconds",
+        "0",
+        *SHORT,
+    )
+    assert p.returncode == 1, p.stderr
+    assert p.stdout.startswith("INVALID")
+    assert "not valid: LoadGen says INVALID" in p.stderr.strip().splitlines()[-1]
+
+
+def test_accuracy_refused_with_random_weights(tmp_path, tiny_model):
+    p = run_cmd(
+        "--sut",
+        "onnxruntime",
+        "--model",
+        "tiny-conv",
+        "--benchmark",
+        "resnet50",
+        "--mode",
+        "AccuracyOnly",
+        "--out",
+        tmp_path,
+    )
+    assert p.returncode == 2
+    assert p.stderr.strip().startswith("error: AccuracyOnly needs the real model weights")
+    p = run_cmd(
+        "--sut", "torch", "--benchmark", "bert", "--mode", "AccuracyOnly", "--out", tmp_path
+    )
+    assert p.returncode == 2 and "random weights" in p.stderr
+    assert not list(tmp_path.iterdir())
+
+
+def test_accuracy_run_scores_top1(tmp_path):
+    """AccuracyOnly over a user dataset: LoadGen's accuracy log, scored against the labels."""
+    import onnxruntime as ort
+
+    model = make_tiny_model(tmp_path / "mlp.onnx", "tiny-mlp", seed=3)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((100, 64)).astype(np.float32)
+    pred = ort.InferenceSession(str(model)).run(None, {"input": x})[0].argmax(1)
+    labels = np.where(np.arange(100) < 70, pred, (pred + 1) % 10)  # 70 % right
+    np.savez(tmp_path / "data.npz", input=x, labels=labels)
+    p = run_cmd(
+        "--sut",
+        "onnxruntime",
+        "--model",
+        model,
+        "--dataset",
+        tmp_path / "data.npz",
+        "--benchmark",
+        "resnet50",
+        "--mode",
+        "AccuracyOnly",
+        "--out",
+        tmp_path / "vm1",
+        "--raw-seconds",
+        "0",
+        "--target-qps",
+        "1000",
+        "--performance-sample-count",
+        "100",
+    )
+    assert p.returncode == 0, p.stderr
+    run = tmp_path / "vm1" / "resnet50" / "Offline" / "accuracy" / "run_1"
+    meta = json.loads((run / "miglab_run.json").read_text())
+    assert meta["weights"] == "real" and meta["inputs"] == "real"
+    assert meta["accuracy"] == {"samples": 100, "top1": 0.7}
+    assert (run / "accuracy.txt").read_text().startswith("top1 = 0.7")
+
+
+def test_existing_run_is_not_overwritten(tmp_path):
+    run = run_dir_for(tmp_path, "resnet50", "Offline", "PerformanceOnly", 1)
+    run.mkdir(parents=True)
+    (run / "mlperf_log_detail.txt").write_text("")
+    b = get_backend("reference")
+    b.prepare(ReferenceSettings(sut="onnxruntime", model="tiny-mlp", raw_seconds=0, target_qps=100))
+    try:
+        with pytest.raises(BackendError, match="already holds a run"):
+            b.run("resnet50", "Offline", "PerformanceOnly", tmp_path, 1)
+    finally:
+        b.close()
+
+
+# --- settings --------------------------------------------------------------------------------
+def test_settings_from_conf_files_and_overrides(tmp_path):
+    user = tmp_path / "user.conf"
+    user.write_text(
+        "resnet50.Offline.target_qps = 1234\n*.Server.target_qps = 77\n"
+        "*.Offline.min_duration = 5000\nbert-99.Server.target_latency = 100\n"
+    )
+    s = ReferenceSettings(benchmark="resnet50", user_conf=str(user))
+    _, eff = load_test_settings(s, "Offline", "PerformanceOnly")
+    assert eff["target_qps"] == 1234 and eff["min_duration_ms"] == 5000
+    assert eff["min_query_count"] == 24576  # LoadGen's built-in mlperf.conf
+    assert eff["performance_sample_count"] == 1024
+    s.min_duration_ms, s.target_qps = 1500, 99.5
+    _, eff = load_test_settings(s, "Offline", "PerformanceOnly")
+    assert (eff["min_duration_ms"], eff["target_qps"]) == (1500, 99.5)
+    b = ReferenceSettings(benchmark="bert-99", user_conf=str(user))
+    _, eff = load_test_settings(b, "Server", "PerformanceOnly")
+    assert eff["target_qps"] == 77 and eff["target_latency_ms"] == 100  # bert-99 key read too
+    assert eff["performance_sample_count"] == 10833
+    _, eff = load_test_settings(ReferenceSettings(benchmark="bert"), "Server", "PerformanceOnly")
+    assert eff["target_latency_ms"] == 130 and eff["min_duration_ms"] == 600000
+    with pytest.raises(BackendError, match="no such config file"):
+        load_test_settings(
+            ReferenceSettings(user_conf=str(tmp_path / "nope.conf")), "Offline", "PerformanceOnly"
+        )
+    with pytest.raises(BackendError, match="unknown benchmark"):
+        load_test_settings(ReferenceSettings(benchmark="gpt5"), "Offline", "PerformanceOnly")
+
+
+# --- the dynamic batcher, without LoadGen ----------------------------------------------------
+class SlowEngine(Engine):
+    """Each batch takes 2 ms; records the batch sizes it was given."""
+
+    sut, device, sample_count, max_batch = "fake", "none", 100, 16
+
+    def __init__(self):
+        self.sizes: list[int] = []
+
+    def submit(self, indices):
+        self.sizes.append(len(indices))
+        time.sleep(0.002)
+        return Pending(len(indices), outputs=np.asarray(indices))
+
+    def wait(self, pending):
+        return pending.outputs
+
+
+def test_server_batcher_batches_under_load_and_completes_everything():
+    eng = SlowEngine()
+    runner = Runner(eng, batch_size=16, server_batch_size=8, server_timeout_s=0.001)
+    done: list[int] = []
+    lock = threading.Lock()
+
+    def complete(ids, out):
+        assert list(out) == [int(i) % 100 for i in ids]
+        with lock:
+            done.extend(int(i) for i in ids)
+
+    runner.start("Server", complete, on_error=pytest.fail)
+    for i in range(400):  # 400 queries at about 20 k/s: far over what 2 ms batches of 1 serve
+        runner.issue([i], [i % 100])
+        if i % 20 == 0:
+            time.sleep(0.001)
+    runner.stop()
+    assert sorted(done) == list(range(400))
+    assert max(eng.sizes) == 8 and len(eng.sizes) < 200
+    assert runner.stats()["samples"] == 400
+
+
+def test_raw_throughput_uses_full_batches():
+    eng = SlowEngine()
+    raw = Runner(eng, batch_size=16).measure_raw(0.1, warmup_s=0)
+    assert raw["batch_size"] == 16 and set(eng.sizes) == {16}
+    assert 16 * 0.8 / 0.002 < raw["samples_per_second"] < 16 * 1.05 / 0.002
