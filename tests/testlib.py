@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -20,3 +23,42 @@ def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
         text=True,
         timeout=120,
     )
+
+
+def run_module(
+    name: str, args: dict, *, check: bool = False, diff: bool = False, env: dict | None = None
+) -> dict:
+    """Result dict of ``miglab.lab.<name>`` (``failed``/``changed``/... as Ansible returns),
+    plus ``_stdout``: everything the run printed (to check that secrets never appear)."""
+    cmdline = " ".join(x for x in ("--check" if check else "", "--diff" if diff else "") if x)
+    envvars = {
+        "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
+        "ANSIBLE_COLLECTIONS_PATH": str(ROOT / "collections"),
+        "ANSIBLE_PYTHON_INTERPRETER": sys.executable,
+        "ANSIBLE_NOCOLOR": "1",
+        "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+    }
+    envvars.update(env or {})
+    import ansible_runner
+
+    with tempfile.TemporaryDirectory(prefix="miglab-runner-") as tmp:
+        r = ansible_runner.run(
+            private_data_dir=tmp,
+            host_pattern="localhost",
+            inventory="localhost ansible_connection=local",
+            module=f"miglab.lab.{name}",
+            module_args=json.dumps(args) if args else None,
+            cmdline=cmdline or None,
+            envvars=envvars,
+            quiet=True,
+        )
+        result = None
+        for event in r.events:
+            if event.get("event") in ("runner_on_ok", "runner_on_failed"):
+                result = dict(event["event_data"]["res"])
+                result.setdefault("failed", event["event"] == "runner_on_failed")
+        stdout = r.stdout.read()
+        if result is None:
+            raise AssertionError(f"no module result; status {r.status}, rc {r.rc}:\n{stdout}")
+        result["_stdout"] = stdout
+        return result

@@ -7,7 +7,7 @@ import ssl
 import pytest
 import vcsim_lab
 
-from modrun import run_module
+from testlib import run_module
 
 pytestmark = pytest.mark.integration
 

@@ -8,49 +8,15 @@ import os
 import shutil
 import stat
 import sys
-import tempfile
 from pathlib import Path
 
-import ansible_runner
 import pytest
+
+from testlib import run_module
 
 ROOT = Path(__file__).resolve().parents[2]
 STANDINS = ROOT / "tests" / "standins"
 FIXTURES = ROOT / "tests" / "fixtures" / "nvidia-smi"
-
-
-def run_module(name: str, args: dict, *, check=False, diff=False, env=None) -> dict:
-    """Result of ``miglab.lab.<name>`` as Ansible reports it, plus ``_stdout`` (all it printed)."""
-    cmdline = " ".join(x for x in ("--check" if check else "", "--diff" if diff else "") if x)
-    envvars = {
-        "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
-        "ANSIBLE_COLLECTIONS_PATH": str(ROOT / "collections"),
-        "ANSIBLE_PYTHON_INTERPRETER": sys.executable,
-        "ANSIBLE_NOCOLOR": "1",
-        "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
-    }
-    envvars.update(env or {})
-    with tempfile.TemporaryDirectory(prefix="miglab-guest-runner-") as tmp:
-        r = ansible_runner.run(
-            private_data_dir=tmp,
-            host_pattern="localhost",
-            inventory="localhost ansible_connection=local",
-            module=f"miglab.lab.{name}",
-            module_args=json.dumps(args) if args else None,
-            cmdline=cmdline or None,
-            envvars=envvars,
-            quiet=True,
-        )
-        result = None
-        for event in r.events:
-            if event.get("event") in ("runner_on_ok", "runner_on_failed"):
-                result = dict(event["event_data"]["res"])
-                result.setdefault("failed", event["event"] == "runner_on_failed")
-        stdout = r.stdout.read()
-        if result is None:
-            raise AssertionError(f"no module result; status {r.status}:\n{stdout}")
-        result["_stdout"] = stdout
-        return result
 
 
 # ---------------------------------------------------------------------------------------------
