@@ -210,23 +210,8 @@ def register(subparsers) -> None:
     p.set_defaults(func=cmd_report)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="miglab", description="MLPerf results commands of miglab.")
-    register(ap.add_subparsers(dest="command", required=True, metavar="COMMAND"))
-    return ap
-
-
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        return args.func(args)
-    except ValidationError as exc:
-        for problem in exc.problems:
-            print(f"error: {problem}", file=sys.stderr)
-        return EXIT_INVALID
-    except BrokenPipeError:
-        return EXIT_OK
+    """The same as ``miglab`` (whose parser these commands are registered in)."""
+    from miglab.cli import main as miglab_main
 
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return miglab_main(argv)
