@@ -47,14 +47,22 @@ def _inventory_file(path: Path) -> Path:
 
 
 def _read_vars_dir(folder: Path, name: str, problems_out: list[Problems]) -> dict:
-    for ext in ("yml", "yaml"):
-        f = folder / f"{name}.{ext}"
-        if f.is_file():
-            p = Problems(str(f))
-            data = yamlio.load_file(f, p)
-            problems_out.append(p)
-            return data if isinstance(data, dict) else {}
-    return {}
+    """Variables of ``name`` from ``folder/name.yml`` or every YAML file of ``folder/name/``
+    (as Ansible reads group_vars and host_vars). Vault-encrypted files are skipped: miglab's
+    lab variables are never secret."""
+    files = [folder / f"{name}.{ext}" for ext in ("yml", "yaml")]
+    if (folder / name).is_dir():
+        files += sorted(f for f in (folder / name).iterdir() if f.suffix in (".yml", ".yaml"))
+    merged: dict = {}
+    for f in files:
+        if not f.is_file() or f.read_bytes().startswith(b"$ANSIBLE_VAULT"):
+            continue
+        p = Problems(str(f))
+        data = yamlio.load_file(f, p)
+        problems_out.append(p)
+        if isinstance(data, dict):
+            merged.update(data)
+    return merged
 
 
 def _find_hosts(group: dict, name: str, inherited: dict, out: dict, path: str, problems: Problems):

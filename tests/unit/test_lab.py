@@ -84,3 +84,20 @@ def test_campaign_gpu_missing_from_lab(tmp_path, catalog):
     f.write_text(INV.replace("A100-PCIE-80GB", "H200-SXM").replace("H100-PCIE-80GB", "H200-SXM"))
     with pytest.raises(ValidationError, match="has no A100-PCIE-80GB"):
         load_campaign(SEED, load_lab(f))
+
+
+def test_group_vars_folders_and_vault_files(tmp_path):
+    (tmp_path / "hosts.yml").write_text(INV.replace("          miglab_host_cpus: 64\n", ""))
+    gv = tmp_path / "group_vars" / "esxi_hosts"
+    gv.mkdir(parents=True)
+    (gv / "hardware.yml").write_text("miglab_host_cpus: 48\n")
+    (gv / "vault.yml").write_text("$ANSIBLE_VAULT;1.1;AES256\n6162\n")
+    (h,) = load_lab(tmp_path).hosts
+    assert h.cpus == 48
+
+
+def test_example_real_lab_inventory(catalog):
+    from testlib import ROOT
+
+    (h,) = load_lab(ROOT / "inventories" / "example-r750xa").hosts
+    assert h.name == "r750xa-01.lab.example" and len(h.gpus) == 4 and h.cpus == 128
