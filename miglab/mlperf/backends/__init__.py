@@ -2,6 +2,8 @@
 
 * ``reference`` - MLPerf LoadGen from PyPI driving miglab's own SUTs (PyTorch on a GPU, ONNX
   Runtime on the CPU): :mod:`miglab.mlperf.backends.reference`.
+* ``nvidia`` - NVIDIA's closed-division v1.1 harness (make targets) with a generated system entry
+  and configs for the VM's vGPU: :mod:`miglab.mlperf.backends.nvidia`.
 
 ``python -m miglab.mlperf.run`` is the command the guests run.
 """
@@ -26,7 +28,7 @@ __all__ = [
     "run_dir_for",
 ]
 
-BACKENDS = ("reference",)
+BACKENDS = ("reference", "nvidia")
 
 
 def get_backend(name: str) -> Backend:
@@ -35,4 +37,8 @@ def get_backend(name: str) -> Backend:
         from miglab.mlperf.backends.reference import ReferenceBackend
 
         return ReferenceBackend()
+    if name == "nvidia":
+        from miglab.mlperf.backends.nvidia import NvidiaBackend
+
+        return NvidiaBackend()
     raise BackendError(f"unknown backend {name!r} (known: {', '.join(BACKENDS)})")
