@@ -1,0 +1,194 @@
+"""Filters miglab.lab.mlperf_*: the mlperf role's decisions, on the controller.
+
+Thin: the role runs ``python -m miglab.mlperf.run`` in the guests and fetches the logs; these
+filters build that command line and read the fetched logs with :mod:`miglab.mlperf.logs`. They run
+where Jinja runs, on the controller, which has the miglab package.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ansible.errors import AnsibleFilterError
+
+try:
+    from miglab.errors import ValidationError
+    from miglab.mlperf.logs import parse_run
+
+    IMPORT_ERROR = None
+except ImportError as exc:  # reported when a filter is used
+    parse_run = None
+    ValidationError = Exception
+    IMPORT_ERROR = exc
+
+LOG_FILES = ("mlperf_log_detail.txt", "mlperf_log_summary.txt")
+
+# Options of `python -m miglab.mlperf.run` the role may set: key -> flag. A value of None or ""
+# leaves the flag out; True adds a bare flag; False leaves it out.
+RUN_OPTIONS = {
+    "backend": "--backend",
+    "sut": "--sut",
+    "benchmark": "--benchmark",
+    "scenario": "--scenario",
+    "mode": "--mode",
+    "out": "--out",
+    "run": "--run",
+    "model": "--model",
+    "weights": "--weights",
+    "device": "--device",
+    "mlperf_conf": "--mlperf-conf",
+    "user_conf": "--user-conf",
+    "min_duration_ms": "--min-duration-ms",
+    "target_qps": "--target-qps",
+    "raw_seconds": "--raw-seconds",
+    "warmup_seconds": "--warmup-seconds",
+    "threads": "--threads",
+    "start_at": "--start-at",
+    "vm": "--vm",
+    "lab_scenario": "--lab-scenario",
+    "profile": "--profile",
+    "vgpu_type": "--vgpu-type",
+    "notes": "--notes",
+    "overwrite": "--overwrite",
+}
+REQUIRED = ("sut", "benchmark", "scenario", "out", "run")
+
+
+def _lib():
+    if parse_run is None:
+        raise AnsibleFilterError(
+            f"miglab.lab.mlperf_* filters need the miglab Python package on the controller "
+            f"(pip install -e <miglab checkout>): {IMPORT_ERROR}"
+        )
+    return parse_run
+
+
+def _plain(value):
+    """Ansible's tagged/lazy containers as plain dicts, lists and strings."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, str):
+        return str(value)
+    return value
+
+
+def mlperf_run_args(options, extra_args=None):
+    """Options (dict, keys of RUN_OPTIONS) -> the argv tail of ``python -m miglab.mlperf.run``."""
+    opts = _plain(options or {})
+    if not isinstance(opts, dict):
+        raise AnsibleFilterError("mlperf_run_args: options must be a dict")
+    unknown = sorted(set(opts) - set(RUN_OPTIONS))
+    if unknown:
+        raise AnsibleFilterError(f"mlperf_run_args: unknown options: {', '.join(unknown)}")
+    missing = [k for k in REQUIRED if opts.get(k) in (None, "")]
+    if missing:
+        raise AnsibleFilterError(f"mlperf_run_args: missing options: {', '.join(missing)}")
+    argv: list[str] = []
+    for key, flag in RUN_OPTIONS.items():
+        value = opts.get(key)
+        if value is None or value == "" or value is False:
+            continue
+        if value is True:
+            argv.append(flag)
+        else:
+            argv += [flag, str(value)]
+    extra = _plain(extra_args or [])
+    if isinstance(extra, str) or not isinstance(extra, list):
+        raise AnsibleFilterError("mlperf_run_args: extra_args must be a list of strings")
+    return argv + [str(a) for a in extra]
+
+
+def mlperf_run_status(run_dir):
+    """A controller-side run folder -> {exists, valid, metric, value, validity, reasons, line}.
+
+    ``exists`` is false when the folder holds no LoadGen log; unreadable logs count as not valid
+    (their problem is in ``reasons``).
+    """
+    run_dir = Path(str(run_dir))
+    status = {
+        "path": str(run_dir),
+        "exists": False,
+        "valid": False,
+        "metric": None,
+        "value": None,
+        "validity": None,
+        "reasons": [],
+        "line": "",
+    }
+    if not any((run_dir / f).is_file() for f in LOG_FILES):
+        status["reasons"] = ["no LoadGen log"]
+        status["line"] = f"NO RESULT: no LoadGen log in {run_dir}"
+        return status
+    status["exists"] = True
+    try:
+        rec = _lib()(run_dir)
+    except ValidationError as exc:
+        status["reasons"] = [str(exc)]
+        status["line"] = f"UNREADABLE {run_dir}: {exc}"
+        return status
+    status.update(
+        valid=bool(rec.valid),
+        metric=rec.metric,
+        value=rec.value,
+        validity=rec.loadgen_validity,
+        reasons=list(rec.invalid_reasons),
+    )
+    word = "VALID" if rec.valid else "INVALID"
+    value = "-" if rec.value is None else rec.value
+    line = f"{word} {rec.benchmark} {rec.scenario}: {rec.metric} = {value}"
+    if not rec.valid and rec.invalid_reasons:
+        line += f" (not valid: {'; '.join(rec.invalid_reasons)})"
+    status["line"] = line
+    return status
+
+
+def mlperf_run_valid(run_dir):
+    """True when the run folder holds LoadGen logs that say VALID."""
+    return mlperf_run_status(run_dir)["valid"]
+
+
+def mlperf_runs_valid(run_dirs):
+    """True when every run folder of the list is VALID (and the list is not empty)."""
+    dirs = _plain(run_dirs or [])
+    if isinstance(dirs, str):
+        dirs = [dirs]
+    return bool(dirs) and all(mlperf_run_valid(d) for d in dirs)
+
+
+def mlperf_matrix(benchmarks, scenarios, runs):
+    """benchmarks x MLPerf scenarios x runs 1..N -> [{benchmark, scenario, run}] in run order.
+
+    Runs are the outer loop: run 1 of every benchmark and scenario, then run 2, ... (a campaign
+    stopped half way has comparable data for every combination).
+    """
+    b = _plain(benchmarks or [])
+    s = _plain(scenarios or [])
+    if isinstance(b, str):
+        b = [b]
+    if isinstance(s, str):
+        s = [s]
+    try:
+        n = int(runs)
+    except (TypeError, ValueError) as exc:
+        raise AnsibleFilterError(f"mlperf_matrix: runs must be an integer, not {runs!r}") from exc
+    if n < 0:
+        raise AnsibleFilterError("mlperf_matrix: runs must be >= 0")
+    return [
+        {"benchmark": str(bm), "scenario": str(sc), "run": r}
+        for r in range(1, n + 1)
+        for bm in b
+        for sc in s
+    ]
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "mlperf_run_args": mlperf_run_args,
+            "mlperf_run_status": mlperf_run_status,
+            "mlperf_run_valid": mlperf_run_valid,
+            "mlperf_runs_valid": mlperf_runs_valid,
+            "mlperf_matrix": mlperf_matrix,
+        }

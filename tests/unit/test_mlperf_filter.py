@@ -1,0 +1,134 @@
+"""The mlperf role's controller-side filters (plugins/filter/mlperf.py): thin over miglab.mlperf.
+
+Logs are copies of the real published Dell run (tests/fixtures/mlperf, see its README.md); the
+INVALID one flips result_validity as LoadGen writes a short run.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from testlib import FIXTURES, ROOT
+
+DELL_OFFLINE = (
+    FIXTURES
+    / "mlperf/inference_results_v1.1/closed/Dell/results"
+    / "R750xa_A100-PCIE-80GB-MIG_28x1g.10gb_TRT_Triton/resnet50/Offline/performance/run_1"
+)
+
+
+@pytest.fixture(scope="module")
+def filters():
+    sys.path.insert(0, str(ROOT / "collections"))
+    try:
+        from ansible_collections.miglab.lab.plugins.filter import mlperf as filt
+    finally:
+        sys.path.pop(0)
+    found = filt.FilterModule().filters()
+    assert all(name.startswith("mlperf_") for name in found)
+    return found
+
+
+def copy_run(vm_dir, validity=None):
+    dst = vm_dir / "resnet50/Offline/performance/run_1"
+    dst.mkdir(parents=True)
+    text = (DELL_OFFLINE / "mlperf_log_detail.txt").read_text()
+    if validity:
+        out = []
+        for line in text.splitlines(keepends=True):
+            if line.startswith(":::MLLOG") and '"result_validity"' in line:
+                rec = json.loads(line[len(":::MLLOG ") :])
+                rec["value"] = validity
+                line = ":::MLLOG " + json.dumps(rec) + "\n"
+            out.append(line)
+        text = "".join(out)
+    (dst / "mlperf_log_detail.txt").write_text(text)
+    return dst
+
+
+def test_run_args_in_runner_order(filters):
+    argv = filters["mlperf_run_args"](
+        {
+            "backend": "reference",
+            "sut": "onnxruntime",
+            "benchmark": "resnet50",
+            "scenario": "Offline",
+            "run": 2,
+            "out": "/r/c/s1/vm1",
+            "start_at": 1700000000,
+            "model": "tiny-conv",
+            "weights": "",
+            "min_duration_ms": None,
+            "overwrite": True,
+        },
+        ["--threads", 1],
+    )
+    assert argv == [
+        "--backend", "reference", "--sut", "onnxruntime", "--benchmark", "resnet50",
+        "--scenario", "Offline", "--out", "/r/c/s1/vm1", "--run", "2", "--model", "tiny-conv",
+        "--start-at", "1700000000", "--overwrite", "--threads", "1",
+    ]  # fmt: skip
+    # the command line parses with the runner's own parser
+    from miglab.mlperf.run import build_parser
+
+    a = build_parser().parse_args(argv)
+    assert (a.run, a.start_at, a.overwrite, a.threads) == (2, 1700000000.0, True, 1)
+
+
+@pytest.mark.parametrize(
+    "opts, message",
+    [
+        ({"sut": "torch", "benchmark": "bert", "scenario": "Offline", "out": "/o"}, "missing"),
+        ({"sut": "x", "benchmark": "b", "scenario": "s", "out": "/o", "run": 1, "x": 1}, "unknown"),
+    ],
+)
+def test_run_args_refuses_bad_options(filters, opts, message):
+    with pytest.raises(AnsibleFilterError, match=message):
+        filters["mlperf_run_args"](opts)
+
+
+def test_run_status_valid_invalid_missing(filters, tmp_path):
+    good = copy_run(tmp_path / "vm1")
+    bad = copy_run(tmp_path / "vm2", validity="INVALID")
+    status = filters["mlperf_run_status"](good)
+    assert status["exists"] and status["valid"] and status["value"] == 136656
+    assert status["line"] == "VALID resnet50 Offline: result_samples_per_second = 136656"
+    status = filters["mlperf_run_status"](bad)
+    assert status["exists"] and not status["valid"]
+    assert status["line"].startswith("INVALID resnet50 Offline") and "not valid" in status["line"]
+    status = filters["mlperf_run_status"](tmp_path / "vm3/resnet50/Offline/performance/run_1")
+    assert not status["exists"] and not status["valid"]
+    assert filters["mlperf_run_valid"](str(good)) is True
+    assert filters["mlperf_run_valid"](str(bad)) is False
+
+
+def test_runs_valid_needs_every_guest(filters, tmp_path):
+    good1 = copy_run(tmp_path / "vm1")
+    good2 = copy_run(tmp_path / "vm2")
+    assert filters["mlperf_runs_valid"]([str(good1), str(good2)])
+    assert not filters["mlperf_runs_valid"](
+        [str(good1), str(tmp_path / "vm3/resnet50/Offline/performance/run_1")]
+    )
+    assert not filters["mlperf_runs_valid"]([])
+    shutil.rmtree(good2)
+    assert not filters["mlperf_runs_valid"]([str(good1), str(good2)])
+
+
+def test_matrix_runs_outermost(filters):
+    m = filters["mlperf_matrix"](["resnet50", "bert-99"], ["Offline"], 2)
+    assert [(x["run"], x["benchmark"]) for x in m] == [
+        (1, "resnet50"),
+        (1, "bert-99"),
+        (2, "resnet50"),
+        (2, "bert-99"),
+    ]
+    assert filters["mlperf_matrix"]("resnet50", "Server", "1") == [
+        {"benchmark": "resnet50", "scenario": "Server", "run": 1}
+    ]
+    with pytest.raises(AnsibleFilterError):
+        filters["mlperf_matrix"](["resnet50"], ["Offline"], "many")
