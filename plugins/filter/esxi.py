@@ -8,6 +8,7 @@ ESXi host; these filters run where Jinja runs, on the controller, which has the 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.miglab.lab.plugins.plugin_utils.values import plain, require
 
 try:
     from miglab import esxi
@@ -21,23 +22,10 @@ except ImportError as exc:  # reported when a filter is used
 
 
 def _lib():
-    if esxi is None:
-        raise AnsibleFilterError(
-            f"miglab.lab.esxi_* filters need the miglab Python package on the controller "
-            f"(pip install -e <miglab checkout>): {IMPORT_ERROR}"
-        )
-    return esxi
+    return require(esxi, "esxi", IMPORT_ERROR)
 
 
-def _plain(value):
-    """Ansible's tagged/lazy containers as plain dicts, lists and strings."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, str):
-        return str(value)
-    return value
+_plain = plain
 
 
 def _parse(fn, text, *args):

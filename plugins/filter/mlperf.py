@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.miglab.lab.plugins.plugin_utils.values import plain, require
 
 try:
     from miglab.errors import ValidationError
@@ -55,23 +56,10 @@ REQUIRED = ("sut", "benchmark", "scenario", "out", "run")
 
 
 def _lib():
-    if parse_run is None:
-        raise AnsibleFilterError(
-            f"miglab.lab.mlperf_* filters need the miglab Python package on the controller "
-            f"(pip install -e <miglab checkout>): {IMPORT_ERROR}"
-        )
-    return parse_run
+    return require(parse_run, "mlperf", IMPORT_ERROR)
 
 
-def _plain(value):
-    """Ansible's tagged/lazy containers as plain dicts, lists and strings."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, str):
-        return str(value)
-    return value
+_plain = plain
 
 
 def mlperf_run_args(options, extra_args=None):

@@ -36,7 +36,7 @@ def test_gpu_entry_is_consistent(catalog, name):
     full = max(g.profiles, key=lambda p: p.slices)
     assert full.slices == g.compute_slices and full.placement_size == g.memory_slices
     for p in g.profiles:
-        assert 1 <= p.max_instances <= g.compute_slices
+        assert p.max_instances >= 1 and p.max_instances <= g.compute_slices
         assert p.placements, p.name
         assert all(s >= 0 and s + p.placement_size <= g.memory_slices for s in p.placements)
         assert 0 < p.memory_gib <= full.memory_gib
