@@ -760,17 +760,9 @@ def mig_wanted(
                 f"scenarios ({', '.join(uses[idx])}): MIG mode would change between scenarios; "
                 "set its mode explicitly"
             )
-    for key, value in (explicit or {}).items():
-        try:
-            idx = int(key)
-        except (TypeError, ValueError):
-            problems.append(f"GPU index {key!r} is not a number")
-            continue
-        mode = _want_value(value)
-        if mode is None:
-            problems.append(f"GPU {idx}: MIG mode {value!r} is not enabled or disabled")
-            continue
-        wanted[idx] = mode
+    overrides, override_problems = _norm_wanted(explicit)
+    problems.extend(override_problems)
+    wanted.update(overrides)
     if disable_unused:
         if gpu_count is None:
             problems.append("disable_unused needs the host's GPU count")

@@ -62,3 +62,20 @@ def run_module(
             raise AssertionError(f"no module result; status {r.status}, rc {r.rc}:\n{stdout}")
         result["_stdout"] = stdout
         return result
+
+
+def edit_mllog(text: str, values: dict | None = None, drop: tuple = ()) -> str:
+    """Change the value of the first line of each key in ``values``; drop lines of ``drop``."""
+    values = dict(values or {})
+    out = []
+    for line in text.splitlines(keepends=True):
+        if line.startswith(":::MLLOG"):
+            rec = json.loads(line[len(":::MLLOG ") :])
+            if rec["key"] in drop:
+                continue
+            if rec["key"] in values:
+                rec["value"] = values.pop(rec["key"])
+                line = ":::MLLOG " + json.dumps(rec) + "\n"
+        out.append(line)
+    assert not values, f"keys not in the log: {values}"
+    return "".join(out)

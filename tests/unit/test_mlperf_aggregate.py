@@ -23,7 +23,7 @@ import pytest
 from miglab.errors import ValidationError
 from miglab.mlperf.aggregate import aggregate_results, campaign_context, normalize_plan
 from miglab.mlperf.cli import main
-from testlib import FIXTURES, SEED
+from testlib import FIXTURES, SEED, edit_mllog
 
 RESULTS = FIXTURES / "mlperf/inference_results_v1.1/closed/Dell/results"
 OFFLINE = (
@@ -46,23 +46,6 @@ S6 = {
     "vm2": [41000, 40800, 41200],
     "vm3": [21541, 21500, 21582],
 }
-
-
-def edit_mllog(text: str, values: dict | None = None, drop: tuple = ()) -> str:
-    """Change the value of the first line of each key in ``values``; drop lines of ``drop``."""
-    values = dict(values or {})
-    out = []
-    for line in text.splitlines(keepends=True):
-        if line.startswith(":::MLLOG"):
-            rec = json.loads(line[len(":::MLLOG ") :])
-            if rec["key"] in drop:
-                continue
-            if rec["key"] in values:
-                rec["value"] = values.pop(rec["key"])
-                line = ":::MLLOG " + json.dumps(rec) + "\n"
-        out.append(line)
-    assert not values, f"keys not in the log: {values}"
-    return "".join(out)
 
 
 def shifted_power(text: str, seconds: float) -> dict:

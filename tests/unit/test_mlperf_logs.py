@@ -23,7 +23,7 @@ from miglab.mlperf.logs import (
     read_run_meta,
     read_summary_log,
 )
-from testlib import FIXTURES
+from testlib import FIXTURES, edit_mllog
 
 MLPERF = FIXTURES / "mlperf"
 DELL = MLPERF / "inference_results_v1.1/closed/Dell/results"
@@ -36,23 +36,6 @@ H200_SERVER = (
     / "inference_results_v4.1/closed/NVIDIA/results/H200-SXM-141GBx8_TRT/resnet50/Server"
     / "performance/run_1"
 )
-
-
-def edit_mllog(text: str, values: dict | None = None, drop: tuple = ()) -> str:
-    """Change the value of the first line of each key in ``values``; drop lines of ``drop``."""
-    values = dict(values or {})
-    out = []
-    for line in text.splitlines(keepends=True):
-        if line.startswith(":::MLLOG"):
-            rec = json.loads(line[len(":::MLLOG ") :])
-            if rec["key"] in drop:
-                continue
-            if rec["key"] in values:
-                rec["value"] = values.pop(rec["key"])
-                line = ":::MLLOG " + json.dumps(rec) + "\n"
-        out.append(line)
-    assert not values, f"keys not in the log: {values}"
-    return "".join(out)
 
 
 def copy_run(src: Path, dst: Path, detail: bool = True, summary: bool = True) -> Path:
