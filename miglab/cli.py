@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 from miglab import __version__
@@ -76,19 +77,44 @@ def cmd_run(args) -> int:
     campaign, lab = _load(args)  # validate first: nothing is touched on bad input
     _warn(campaign.warnings)
     inventory = str(Path(args.inventory) if args.inventory else DEFAULT_INVENTORY)
+    results = Path(args.results_dir) if args.results_dir else ROOT / "results"
+    campaign_results = results / campaign.name
     command = "miglab run " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else "miglab run"
+    if _has_runs(campaign_results) and not (args.resume or args.fresh or args.check):
+        print(
+            f"error: {campaign_results} holds runs of this campaign already: --resume continues "
+            "them (VALID runs are kept), --fresh moves them aside and starts again",
+            file=sys.stderr,
+        )
+        return EXIT_INVALID
     try:
         with LabLock(lock_path(inventory, ROOT / ".cache" / "locks"), inventory, command) as lk:
             if lk.took_over:
                 print(f"note: cleared a stale lock of {lk.took_over.describe()}", file=sys.stderr)
+            if args.fresh and _has_runs(campaign_results):
+                aside = campaign_results.with_name(
+                    f"{campaign.name}.{time.strftime('%Y%m%d-%H%M%S')}"
+                )
+                campaign_results.rename(aside)
+                print(f"note: earlier runs moved to {aside}", file=sys.stderr)
             folder = artifacts_dir(campaign.name)
             extravars = {
                 "miglab_campaign": str(Path(campaign.file).resolve()),
                 "miglab_resume": bool(args.resume),
+                "miglab_results_dir": str(results.resolve()),
                 "miglab_artifacts_dir": str(folder),
             }
+            envvars = {"MIGLAB_CAMPAIGN": extravars["miglab_campaign"]}
             result = _run_with_progress(
-                run_playbook, args.playbook, inventory, extravars, args.tags, args.check, folder
+                run_playbook,
+                args.playbook,
+                inventory,
+                extravars,
+                args.tags,
+                args.check,
+                folder,
+                envvars,
+                rounds_total=_rounds(campaign, lab),
             )
     except LabBusy as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -97,50 +123,90 @@ def cmd_run(args) -> int:
     print(f"artifacts: {result.artifacts}")
     for failure in p.failures:
         print(f"failed: {failure}", file=sys.stderr)
-    report = Path(extravars["miglab_artifacts_dir"]).parent.parent / "results"
+    report = campaign_results / "report" / "report.md"
+    if report.is_file():
+        print(f"report: {report}")
     if result.rc == 0:
-        print(f"done: ok {p.ok}, changed {p.changed}; results under {report}")
+        print(f"done in {_duration(p.elapsed())}: ok {p.ok}, changed {p.changed}")
         return EXIT_OK
     print(f"run {result.status} (ansible rc {result.rc})", file=sys.stderr)
     return EXIT_FAIL
 
 
-def _run_with_progress(run_playbook, playbook, inventory, extravars, tags, check, folder):
+def _rounds(campaign, lab) -> int:
+    """MLPerf rounds of the whole campaign: waves x (benchmarks x MLPerf scenarios x runs)."""
+    from miglab.planning import plan_campaign
+
+    waves = {s["wave"] for s in plan_campaign(campaign, lab).as_json()["scenarios"]}
+    m = campaign.mlperf
+    return len(waves) * len(m.benchmarks) * len(m.scenarios) * m.runs
+
+
+def _has_runs(folder: Path) -> bool:
+    return folder.is_dir() and any(folder.glob("*/*/*/*/performance/run_*"))
+
+
+def _duration(seconds: float) -> str:
+    m, s = divmod(int(seconds), 60)
+    return f"{m}m{s:02d}s" if m else f"{s}s"
+
+
+def _run_with_progress(run_playbook, playbook, inventory, extravars, tags, check, folder, envvars,
+                       rounds_total=0):  # fmt: skip
     from rich.console import Console
     from rich.live import Live
 
     console = Console(stderr=True)
-    if not console.is_terminal:
-        last = [""]
+    kwargs = dict(tags=tags, check=check, private_dir=folder, envvars=envvars,
+                  rounds_total=rounds_total)  # fmt: skip
+    if not console.is_terminal:  # a log: one line per play, per MLPerf round, per failure
+        seen = [0]
 
         def plain(progress, event):
-            if event.get("event") == "playbook_on_play_start":
+            kind = event.get("event")
+            if kind == "playbook_on_play_start":
                 print(f"[{progress.phase}] {progress.play}", file=sys.stderr, flush=True)
-            elif event.get("event") == "runner_on_failed":
+            elif kind == "runner_on_failed" and progress.failures:
                 print(f"  failed: {progress.failures[-1]}", file=sys.stderr, flush=True)
-            line = progress.line()
-            if progress.mlperf_total and line != last[0] and "MLPerf" in progress.task:
-                last[0] = line
+            done = progress.rounds_done + progress.rounds_skipped
+            if done != seen[0]:
+                seen[0] = done
+                print(f"  {progress.line()}", file=sys.stderr, flush=True)
 
-        return run_playbook(
-            playbook,
-            inventory,
-            extravars,
-            tags=tags,
-            check=check,
-            private_dir=folder,
-            on_event=plain,
-        )
+        return run_playbook(playbook, inventory, extravars, on_event=plain, **kwargs)
     with Live(console=console, refresh_per_second=4, transient=True) as live:
         return run_playbook(
             playbook,
             inventory,
             extravars,
-            tags=tags,
-            check=check,
-            private_dir=folder,
             on_event=lambda progress, event: live.update(progress.line()),
+            **kwargs,
         )
+
+
+def cmd_sim(args) -> int:
+    """``miglab sim up|down|status``: the built-in simulated lab (tests/sim/simlab.py of the
+    checkout: it needs the simulator sources and stand-ins, which only a checkout has)."""
+    import importlib.util
+
+    from miglab.runner import ROOT
+
+    path = ROOT / "tests" / "sim" / "simlab.py"
+    if not path.is_file():
+        print(
+            f"error: the simulated lab needs a miglab checkout ({path} is missing)", file=sys.stderr
+        )
+        return EXIT_INVALID
+    spec = importlib.util.spec_from_file_location("miglab_simlab", path)
+    simlab = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(simlab)
+    argv = [args.sim_command]
+    if args.sim_command == "up":
+        argv += ["-i", args.inventory] if args.inventory else []
+        argv += ["--rebuild-golden"] if args.rebuild_golden else []
+    elif args.sim_command == "status" and args.json:
+        argv.append("--json")
+    return simlab.main(argv)
 
 
 def cmd_status(args) -> int:
@@ -396,8 +462,30 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="skip MLPerf runs whose VALID results are already collected",
     )
+    p.add_argument(
+        "--fresh",
+        action="store_true",
+        help="move the campaign's earlier results aside (results/<campaign>.<time>) and redo all",
+    )
+    p.add_argument(
+        "--results-dir", metavar="DIR", help="the results tree (default <checkout>/results)"
+    )
     p.add_argument("--check", action="store_true", help="check mode: change nothing")
     p.add_argument("--playbook", default="site.yml", help=argparse.SUPPRESS)
+    sim = sub.add_parser("sim", help="the built-in simulated lab: vCenter, ESXi hosts, guest VMs")
+    ssub = sim.add_subparsers(dest="sim_command", required=True, metavar="SIM_COMMAND")
+    p = ssub.add_parser("up", help="start it (builds images, simulator, golden guest once)")
+    p.add_argument(
+        "-i", "--inventory", metavar="HOSTS", help="lab hosts (inventories/sim/hosts.yml)"
+    )
+    p.add_argument("--rebuild-golden", action="store_true", help="rebuild the golden guest image")
+    p.set_defaults(func=cmd_sim)
+    p = ssub.add_parser("down", help="stop it and remove its containers (the results stay)")
+    p.set_defaults(func=cmd_sim)
+    p = ssub.add_parser("status", help="what runs: vCenter, ESXi hosts, guest VMs")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_sim)
+
     p = sub.add_parser("status", help="is the lab in use; the last runs")
     p.add_argument("-i", "--inventory", metavar="INVENTORY")
     p.set_defaults(func=cmd_status)

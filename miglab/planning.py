@@ -69,6 +69,13 @@ class CampaignPlan:
             "campaign": c.name,
             "file": c.file,
             "gpu": c.gpu.name,
+            "mlperf": {
+                "benchmarks": list(c.mlperf.benchmarks),
+                "scenarios": list(c.mlperf.scenarios),
+                "runs": c.mlperf.runs,
+                "baseline": c.mlperf.baseline,
+                "min_duration_s": c.mlperf.min_duration_s,
+            },
             "lab": {
                 "source": lab.source,
                 "hosts": [
@@ -94,6 +101,25 @@ class CampaignPlan:
                 "lower_bound_s": sch.lower_bound_s,
             },
         }
+
+
+def vm_spec(plan_vm: dict) -> dict:
+    """A planned VM (``CampaignPlan.as_json()['scenarios'][i]['vms'][j]``) as the VM spec of the
+    vSphere layer (module ``miglab.lab.vgpu_vm``'s ``vms`` items): name, host, vCPUs, memory,
+    MMIO size and its one vGPU."""
+    missing = [k for k in ("name", "host", "vgpu_type", "vcpus", "memory_gb") if k not in plan_vm]
+    if missing:
+        raise ValueError(f"planned VM {plan_vm.get('name', '?')}: no {', '.join(missing)}")
+    spec = {
+        "name": str(plan_vm["name"]),
+        "host": str(plan_vm["host"]),
+        "vcpus": int(plan_vm["vcpus"]),
+        "memory_gb": int(plan_vm["memory_gb"]),
+        "vgpus": [str(plan_vm["vgpu_type"])],
+    }
+    if plan_vm.get("mmio_gb"):
+        spec["mmio_gb"] = int(plan_vm["mmio_gb"])
+    return spec
 
 
 def plan_campaign(campaign: Campaign, lab: Lab) -> CampaignPlan:

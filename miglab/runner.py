@@ -30,6 +30,12 @@ class Progress:
     unreachable: int = 0
     mlperf_done: int = 0
     mlperf_total: int = 0
+    # Campaign-wide: one round = one run (benchmark x MLPerf scenario x run) of one wave, all its
+    # VMs at once; rounds_total comes from the plan (waves x matrix), set by the caller.
+    rounds_done: int = 0
+    rounds_skipped: int = 0
+    rounds_total: int = 0
+    rounds_started: float | None = None
     failures: list[str] = field(default_factory=list)
     changed_by_play: dict[str, int] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
@@ -61,11 +67,39 @@ class Progress:
                 self.failures.append(f"{self.host}: unreachable: {res.get('msg', '')}")
             prog = res.get("miglab_progress")
             if isinstance(prog, dict):
-                self.mlperf_done = int(prog.get("done", self.mlperf_done))
-                self.mlperf_total = int(prog.get("total", self.mlperf_total))
+                self._progress(prog)
+
+    def _progress(self, prog: dict) -> None:
+        if self.rounds_started is None:
+            self.rounds_started = time.monotonic()
+        if "skipped" in prog:  # a whole wave already VALID
+            self.rounds_skipped += int(prog["skipped"])
+            return
+        self.mlperf_done = int(prog.get("done", self.mlperf_done))
+        self.mlperf_total = int(prog.get("total", self.mlperf_total))
+        self.rounds_done += 1
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def eta_s(self) -> float | None:
+        """Seconds left for the MLPerf rounds, from the pace of the rounds done so far."""
+        left = self.rounds_total - self.rounds_done - self.rounds_skipped
+        if not self.rounds_total or not self.rounds_done or self.rounds_started is None:
+            return None
+        pace = (time.monotonic() - self.rounds_started) / self.rounds_done
+        return max(0.0, left * pace)
 
     def line(self) -> str:
-        runs = f" | MLPerf runs {self.mlperf_done}/{self.mlperf_total}" if self.mlperf_total else ""
+        runs = ""
+        if self.rounds_total:
+            done = self.rounds_done + self.rounds_skipped
+            runs = f" | MLPerf rounds {done}/{self.rounds_total}"
+            eta = self.eta_s()
+            if eta is not None:
+                runs += f", ETA {int(eta) // 60}m{int(eta) % 60:02d}s"
+        elif self.mlperf_total:
+            runs = f" | MLPerf runs {self.mlperf_done}/{self.mlperf_total}"
         return (
             f"[{self.phase or '...'}] {self.play} / {self.task} ({self.host}){runs} | "
             f"ok {self.ok} changed {self.changed} failed {self.failed}"
@@ -96,10 +130,12 @@ def run_playbook(
     check: bool = False,
     private_dir: Path,
     on_event=None,
+    envvars: dict | None = None,
+    rounds_total: int = 0,
 ) -> PlaybookRun:
     import ansible_runner
 
-    progress = Progress()
+    progress = Progress(rounds_total=rounds_total)
 
     def handler(event: dict) -> bool:
         progress.feed(event)
@@ -114,6 +150,7 @@ def run_playbook(
         "ANSIBLE_PYTHON_INTERPRETER": sys.executable,
         "ANSIBLE_NOCOLOR": "1",
         "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+        **(envvars or {}),
     }
     cmdline = "--check --diff" if check else None
     r = ansible_runner.run(

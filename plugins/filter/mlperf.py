@@ -50,6 +50,7 @@ RUN_OPTIONS = {
     "profile": "--profile",
     "vgpu_type": "--vgpu-type",
     "notes": "--notes",
+    "simulated": "--simulated-lab",
     "overwrite": "--overwrite",
 }
 REQUIRED = ("sut", "benchmark", "scenario", "out", "run")
@@ -171,6 +172,20 @@ def mlperf_matrix(benchmarks, scenarios, runs):
     ]
 
 
+def mlperf_missing_runs(matrix, vm_dir):
+    """The items of a run matrix (``mlperf_matrix``) whose logs under ``vm_dir`` (the controller's
+    ``<results>/<campaign>/<scenario>/<vm>``) are missing or not VALID."""
+    items = _plain(matrix or [])
+    base = Path(str(vm_dir))
+    return [
+        i
+        for i in items
+        if not mlperf_run_valid(
+            base / str(i["benchmark"]) / str(i["scenario"]) / "performance" / f"run_{i['run']}"
+        )
+    ]
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -179,4 +194,5 @@ class FilterModule:
             "mlperf_run_valid": mlperf_run_valid,
             "mlperf_runs_valid": mlperf_runs_valid,
             "mlperf_matrix": mlperf_matrix,
+            "mlperf_missing_runs": mlperf_missing_runs,
         }

@@ -3,6 +3,7 @@
 ESXi stand-in containers (test infrastructure).
 
     vcsim_daemon.py start --inventory LAB.yml --out DIR [--reboot-seconds S] [--extra JSON]
+                          [--max-life S] [--guest-image IMAGE]
     vcsim_daemon.py stop --out DIR
 
 ``start`` runs the simulator (tests/sim/vcsim through tests/sim/vcsim_lab.py) for the hosts of a
@@ -20,9 +21,14 @@ lasts ``--reboot-seconds`` (default 1 s) and miglab's reboot-and-wait polls ever
 request is recorded well before the role's next command on the host (should the down state go
 unseen, the new boot time the host comes back with sends it).
 
-The process stops on ``stop``, SIGTERM, after ``--max-life`` seconds (default 1800) or when none of
-the containers exists any more (a scenario destroyed without its cleanup); the simulator stops
-with it.
+With ``--guest-image`` (the simulated lab, ``tests/sim/simlab.py``) it also gives every VM that is
+powered on in the simulator a guest: a systemd container of that image named like the VM (label
+``miglab.sim=guest``), started when the VM powers on, stopped when it powers off (its disk, the
+container, stays) and removed when the VM is deleted. ``DIR/guests.json`` says which guest runs.
+
+The process stops on ``stop``, SIGTERM, after ``--max-life`` seconds (default 1800, 0: never) or
+when none of the host containers exists any more (a scenario destroyed without its cleanup); the
+simulator stops with it.
 """
 
 from __future__ import annotations
@@ -35,7 +41,9 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -66,7 +74,7 @@ def start(args) -> int:
     (out / "vcsim.json").unlink(missing_ok=True)
     cmd = [sys.executable, __file__, "run", "--inventory", args.inventory, "--out", str(out),
            "--reboot-seconds", str(args.reboot_seconds), "--extra", args.extra,
-           "--max-life", str(args.max_life)]  # fmt: skip
+           "--max-life", str(args.max_life), "--guest-image", args.guest_image]  # fmt: skip
     with open(out / "daemon.log", "ab") as log:
         proc = subprocess.Popen(
             cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
@@ -140,8 +148,11 @@ def run(args) -> int:
         hosts = {h.name: h for h in view.view}
         last = {n: (str(h.runtime.connectionState), h.runtime.bootTime) for n, h in hosts.items()}
         sent = dict.fromkeys(hosts, False)  # a request went out for the reboot under way
+        guests = GuestKeeper(si, args.guest_image, out) if args.guest_image else None
         started, checked = time.monotonic(), 0.0
-        while not stopping and time.monotonic() - started < args.max_life:
+        while not stopping and (not args.max_life or time.monotonic() - started < args.max_life):
+            if guests:
+                guests.poll()
             for name, host in hosts.items():
                 runtime = host.runtime
                 state, boot = str(runtime.connectionState), runtime.bootTime
@@ -159,8 +170,147 @@ def run(args) -> int:
                     print("no stand-in container left: stopping", flush=True)
                     break
             time.sleep(0.1)
+        if guests:
+            guests.close()
     (out / "vcsim.json").unlink(missing_ok=True)
     return 0
+
+
+class GuestKeeper:
+    """One guest container per powered-on VM of the simulator (the simulated lab's guests).
+
+    ``poll()`` (at most every 0.5 s) reads every VM's power state in one property-collector call
+    and hands the differences to a small thread pool: power on -> start (or first run) the VM's
+    container, power off -> stop it, VM gone -> remove it. A container that stopped by itself
+    (killed) is started again only on the VM's next power-on, as a crashed VM would need.
+    """
+
+    LABEL = "miglab.sim=guest"
+
+    def __init__(self, si, image: str, out: Path) -> None:
+        from pyVmomi import vim, vmodl
+
+        self.image, self.out = image, out
+        self._vim, self._vmodl = vim, vmodl
+        self._si = si
+        view = si.content.viewManager.CreateContainerView(
+            si.content.rootFolder, [vim.VirtualMachine], True
+        )
+        traverse = vmodl.query.PropertyCollector.TraversalSpec(
+            name="view", path="view", skip=False, type=vim.view.ContainerView
+        )
+        self._spec = vmodl.query.PropertyCollector.FilterSpec(
+            objectSet=[
+                vmodl.query.PropertyCollector.ObjectSpec(obj=view, skip=True, selectSet=[traverse])
+            ],
+            propSet=[
+                vmodl.query.PropertyCollector.PropertySpec(
+                    type=vim.VirtualMachine, pathSet=["name", "runtime.powerState"]
+                )
+            ],
+        )
+        self._known: dict[str, str] = {}  # VM name -> last power state acted on
+        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="guest")
+        self._busy: dict[str, object] = {}
+        self._lock = threading.Lock()
+        self._last = 0.0
+        self._write_state()
+
+    def poll(self) -> None:
+        if time.monotonic() - self._last < 0.5:
+            return
+        self._last = time.monotonic()
+        states = {}
+        for obj in self._si.content.propertyCollector.RetrieveContents([self._spec]):
+            props = {p.name: p.val for p in obj.propSet}
+            states[props["name"]] = str(props.get("runtime.powerState", ""))
+        for name, state in states.items():
+            if self._known.get(name) != state and self._idle(name):
+                self._known[name] = state
+                self._submit(name, self._start if state == "poweredOn" else self._stop)
+        for name in [n for n in self._known if n not in states]:
+            if self._idle(name):
+                del self._known[name]
+                self._submit(name, self._remove)
+
+    def _idle(self, name: str) -> bool:
+        fut = self._busy.get(name)
+        return fut is None or fut.done()
+
+    def _submit(self, name: str, action) -> None:
+        self._busy[name] = self._pool.submit(self._run, name, action)
+
+    def _run(self, name: str, action) -> None:
+        try:
+            what = action(name)
+        except Exception as exc:  # noqa: BLE001 - logged; the next change retries
+            what = f"failed: {exc}"
+        print(f"{time.strftime('%H:%M:%S')} guest {name}: {what}", flush=True)
+        self._write_state()
+
+    def _start(self, name: str) -> str:
+        if _container_exists(name):
+            _podman("start", name)
+            return "started"
+        # privileged + private cgroup namespace + /var/lib/docker on tmpfs: Docker runs inside
+        # (as in the guest_base molecule scenario); systemd is PID 1 like in a VM.
+        _podman(
+            "run",
+            "-d",
+            "--name",
+            name,
+            "--hostname",
+            name,
+            "--label",
+            self.LABEL,
+            "--systemd=always",
+            "--privileged",
+            "--cgroupns=private",
+            "--tmpfs=/var/lib/docker:rw,exec,size=4g",
+            "--ulimit",
+            "nofile=20000:20000",
+            "--ulimit",
+            "nproc=4096:4096",
+            self.image,
+            "/sbin/init",
+        )
+        return f"created from {self.image}"
+
+    def _stop(self, name: str) -> str:
+        if not _container_exists(name):
+            return "no container"
+        _podman("stop", "-t", "10", name)
+        return "stopped"
+
+    def _remove(self, name: str) -> str:
+        _podman("rm", "-f", "-t", "5", name)
+        return "removed"
+
+    def _write_state(self) -> None:
+        with self._lock:
+            res = subprocess.run(
+                ["podman", "ps", "-a", "--filter", f"label={self.LABEL}", "--format", "json"],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            try:
+                rows = json.loads(res.stdout or "[]")
+            except json.JSONDecodeError:
+                rows = []
+            guests = {(r.get("Names") or ["?"])[0]: str(r.get("State", "")) for r in rows}
+            tmp = self.out / "guests.json.tmp"
+            tmp.write_text(json.dumps(guests, indent=2, sort_keys=True) + "\n")
+            tmp.replace(self.out / "guests.json")
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _podman(*args: str) -> None:
+    res = subprocess.run(["podman", *args], capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        raise RuntimeError(f"podman {args[0]}: {res.stderr.strip() or res.returncode}")
 
 
 def _boot_request(name: str) -> None:
@@ -189,6 +339,7 @@ def main() -> int:
         p.add_argument("--reboot-seconds", type=float, default=1.0)
         p.add_argument("--extra", default="{}")
         p.add_argument("--max-life", type=float, default=1800)
+        p.add_argument("--guest-image", default="")
     sub.add_parser("stop").add_argument("--out", required=True)
     args = ap.parse_args()
     return {"start": start, "stop": stop, "run": run}[args.cmd](args)

@@ -1,0 +1,7 @@
+"""`python -m miglab`: the miglab CLI (as the `miglab` command)."""
+
+import sys
+
+from miglab.cli import main
+
+sys.exit(main())
