@@ -43,7 +43,27 @@ def _inventory_file(path: Path) -> Path:
         for name in ("hosts.yml", "hosts.yaml", "inventory.yml", "inventory.yaml"):
             if (path / name).is_file():
                 return path / name
+        # Otherwise the folder's one YAML inventory, whatever its name. Inventory plugin
+        # configurations (e.g. miglab.lab.campaign_vms's: a top-level 'plugin' key) are not the
+        # lab; among other YAML files (a campaign, say), the one with a top-level 'all' group is.
+        found = {
+            f: _top_keys(f)
+            for f in sorted(path.iterdir())
+            if f.suffix in (".yml", ".yaml") and f.is_file()
+        }
+        found = {f: keys for f, keys in found.items() if "plugin" not in keys}
+        inventories = [f for f, keys in found.items() if "all" in keys]
+        if len(inventories) == 1:
+            return inventories[0]
+        if len(found) == 1:
+            return next(iter(found))
     return path
+
+
+def _top_keys(f: Path) -> set:
+    """The top-level keys of a YAML file (none when it is not a mapping or cannot be read)."""
+    data = yamlio.load_file(f, Problems(str(f)))
+    return set(data) if isinstance(data, dict) else set()
 
 
 def _read_vars_dir(folder: Path, name: str, problems_out: list[Problems]) -> dict:

@@ -1,0 +1,131 @@
+"""The main job end to end on the built-in simulated lab: `miglab sim up`, `miglab run` (site.yml
+through ansible-runner), the report, a second `ansible-playbook site.yml` that must change
+nothing, `miglab run --resume`, and the teardown.
+
+Slow (a few minutes: the golden guest image is built once per machine), needs root and podman; it
+uses the checkout's simulated lab (.cache/sim) and stops it at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from testlib import ROOT
+
+pytestmark = [pytest.mark.e2e, pytest.mark.sim]
+
+CAMPAIGN = ROOT / "tests" / "e2e" / "campaigns" / "sim-small.yml"
+BIN = Path(sys.executable).parent
+
+
+def _env(**extra: str) -> dict:
+    return dict(
+        os.environ,
+        ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
+        ANSIBLE_NOCOLOR="1",
+        PATH=f"{BIN}:{os.environ.get('PATH', '')}",
+        **extra,
+    )
+
+
+def _run(cmd: list[str], timeout: int = 1200, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        cmd, cwd=ROOT, env=_env(**env), capture_output=True, text=True, timeout=timeout
+    )
+
+
+def _recap(stdout: str) -> dict[str, dict[str, int]]:
+    """PLAY RECAP -> {host: {ok, changed, failed, ...}}."""
+    out = {}
+    for m in re.finditer(r"^(\S+)\s+:\s+(.*)$", stdout.split("PLAY RECAP", 1)[-1], re.M):
+        out[m.group(1)] = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(2))}
+    return out
+
+
+@pytest.fixture(scope="module")
+def sim_lab():
+    if os.geteuid() != 0 or not shutil.which("podman"):
+        pytest.skip("the simulated lab needs root and podman")
+    res = _run([str(BIN / "miglab"), "sim", "up"], timeout=1800)
+    assert res.returncode == 0, res.stdout + res.stderr
+    yield
+    _run([str(BIN / "miglab"), "sim", "down"], timeout=300)
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    return tmp_path_factory.mktemp("results")
+
+
+@pytest.fixture(scope="module")
+def first_run(sim_lab, results):
+    res = _run(
+        [str(BIN / "miglab"), "run", str(CAMPAIGN), "--results-dir", str(results)], timeout=1800
+    )
+    assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-6000:]
+    return res
+
+
+def test_run_builds_the_lab_and_writes_the_report(first_run, results):
+    report = results / "sim-small" / "report" / "report.md"
+    assert f"report: {report}" in first_run.stdout
+    text = report.read_text()
+    assert "SIMULATED" in text
+    data = json.loads((results / "sim-small" / "report" / "results.json").read_text())
+    assert "s1" in json.dumps(data) and "s6" in json.dumps(data)
+    assert list((results / "sim-small" / "report").glob("*.png"))
+    # Every VM of a scenario ran, VALID, and the logs say simulated.
+    runs = sorted(results.glob("sim-small/*/*/resnet50/Offline/performance/run_1/miglab_run.json"))
+    assert [p.parts[-7] for p in runs] == ["s1", "s6", "s6", "s6"]
+    for path in runs:
+        meta = json.loads(path.read_text())
+        assert meta["simulated"] is True
+        assert meta["loadgen"]["valid"] is True
+    # Progress as data on stderr (not a terminal: one line per play and per MLPerf round).
+    assert "[validate]" in first_run.stderr and "MLPerf rounds 2/2" in first_run.stderr
+
+
+def test_second_site_run_changes_nothing(first_run, results):
+    res = _run(
+        [str(BIN / "ansible-playbook"), "site.yml", "-e", f"miglab_results_dir={results}"],
+        MIGLAB_CAMPAIGN=str(CAMPAIGN),
+    )
+    assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-3000:]
+    recap = _recap(res.stdout)
+    assert recap and all(r["changed"] == 0 and r["failed"] == 0 for r in recap.values()), recap
+    assert "every run VALID already: skipped" in res.stdout
+
+
+def test_resume_redoes_nothing_and_a_plain_rerun_is_refused(first_run, results):
+    before = {p: p.stat().st_mtime for p in results.rglob("mlperf_log_detail.txt")}
+    res = _run([str(BIN / "miglab"), "run", str(CAMPAIGN), "--results-dir", str(results)])
+    assert res.returncode == 2 and "--resume" in res.stderr
+    res = _run(
+        [str(BIN / "miglab"), "run", str(CAMPAIGN), "--results-dir", str(results), "--resume"]
+    )
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-4000:]
+    assert {p: p.stat().st_mtime for p in results.rglob("mlperf_log_detail.txt")} == before
+
+
+def test_teardown_removes_the_vms_and_their_guests(first_run):
+    res = _run(
+        [str(BIN / "ansible-playbook"), "playbooks/teardown.yml"], MIGLAB_CAMPAIGN=str(CAMPAIGN)
+    )
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    # The simulator's guest keeper removes a deleted VM's container within a second or two.
+    for _ in range(60):
+        status = json.loads(_run([str(BIN / "miglab"), "sim", "status", "--json"]).stdout)
+        left = [g for g in status["guests"] if g.startswith("sim-small-")]
+        if not left:
+            break
+        time.sleep(1)
+    assert not left
