@@ -47,6 +47,7 @@ MAKE_BUNDLE = ROOT / "tests" / "standins" / "esxi" / "make-bundle.py"
 GUEST_BASE_IMAGE = "localhost/miglab-sim-guest-base:latest"
 GOLDEN_IMAGE = os.environ.get("MIGLAB_SIM_GUEST_IMAGE", "localhost/miglab-sim-guest:latest")
 GOLDEN_BUILDER = "miglab-sim-golden"
+GOLDEN_ROLES = ("guest_base", "guest_vgpu_driver", "guest_container_toolkit", "mlperf")
 LABEL = "miglab.sim"
 # The simulated hosts' driver bundle (the GRID guest driver stand-in is of the same branch).
 HOST_DRIVER = ("535.216.01", "7.0.2")
@@ -124,21 +125,22 @@ def build_prerequisites() -> dict[str, str]:
 
 
 def _golden_recipe(env: dict[str, str]) -> str:
-    """Hash of everything the golden image is made from (roles, their sim variables, stand-ins)."""
+    """Hash of what the golden image is made from: the guest roles' settings (defaults, vars, the
+    simulated lab's guest variables), the stand-ins, the base image and the SSH key. Task changes
+    alone do not rebuild it: the guests phase runs the roles on every VM anyway, so a template one
+    change behind costs a few seconds per VM, never a wrong guest."""
     h = hashlib.sha256()
     parts = [
-        "roles/guest_base",
-        "roles/guest_vgpu_driver",
-        "roles/guest_container_toolkit",
-        "roles/mlperf/tasks",
-        "roles/mlperf/defaults",
+        *(f"roles/{r}/{d}" for r in GOLDEN_ROLES for d in ("defaults", "vars")),
         "inventories/sim/group_vars/guests",
         "tests/sim/guest",
         "tests/sim/golden.yml",
     ]
     for part in parts:
         base = ROOT / part
-        files = sorted(p for p in base.rglob("*") if p.is_file() and "molecule" not in p.parts)
+        if not base.exists():
+            continue
+        files = sorted(p for p in base.rglob("*") if p.is_file())
         for f in [base] if base.is_file() else files:
             h.update(str(f.relative_to(ROOT)).encode() + b"\0" + f.read_bytes())
     h.update((STANDINS / "SHA256SUMS").read_bytes())

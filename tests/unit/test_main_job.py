@@ -1,0 +1,106 @@
+"""Pieces of the main job (site.yml, `miglab run`) that need no lab: the plan -> VM spec filter,
+which runs are still missing, campaign-wide progress and ETA, and `miglab run`'s refusal to start
+over collected results."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from miglab.planning import load_checked, plan_campaign, vm_spec
+from miglab.runner import Progress
+from testlib import FIXTURES, ROOT, SEED, run_cli
+
+DELL_OFFLINE = (
+    FIXTURES
+    / "mlperf/inference_results_v1.1/closed/Dell/results"
+    / "R750xa_A100-PCIE-80GB-MIG_28x1g.10gb_TRT_Triton/resnet50/Offline/performance/run_1"
+)
+
+
+def _filters(name):
+    sys.path.insert(0, str(ROOT / "collections"))
+    try:
+        mod = __import__(f"ansible_collections.miglab.lab.plugins.filter.{name}", fromlist=["x"])
+    finally:
+        sys.path.pop(0)
+    return mod.FilterModule().filters()
+
+
+@pytest.fixture(scope="module")
+def seed_plan():
+    return plan_campaign(*load_checked(SEED, ROOT / "inventories" / "sim")).as_json()
+
+
+def test_plan_carries_the_mlperf_matrix(seed_plan):
+    assert seed_plan["mlperf"] == {
+        "benchmarks": ["resnet50", "bert-99"],
+        "scenarios": ["Offline"],
+        "runs": 3,
+        "baseline": "s1",
+        "min_duration_s": 600,
+    }
+
+
+def test_vm_spec_from_the_plan(seed_plan):
+    s6 = next(s for s in seed_plan["scenarios"] if s["id"] == "s6")
+    specs = [vm_spec(v) for v in s6["vms"]]
+    assert specs[0] == {
+        "name": "r750xa-a100-80gb-mig-s6-vm1",
+        "host": "esxi-01.sim.miglab.test",
+        "vcpus": 32,
+        "memory_gb": 64,
+        "vgpus": ["grid_a100d-4-40c"],
+        "mmio_gb": 64,
+    }
+    assert [s["vgpus"] for s in specs] == [
+        ["grid_a100d-4-40c"],
+        ["grid_a100d-2-20c"],
+        ["grid_a100d-1-10c"],
+    ]
+
+
+def test_vgpu_vm_item_filter(seed_plan):
+    item = _filters("lab")["vgpu_vm_item"]
+    vm = seed_plan["scenarios"][0]["vms"][0]
+    assert item(vm) == vm_spec(vm)
+    with pytest.raises(AnsibleFilterError, match="no host"):
+        item({"name": "x", "vgpu_type": "t", "vcpus": 1, "memory_gb": 1})
+    with pytest.raises(AnsibleFilterError, match="must be a dict"):
+        item(["x"])
+
+
+def test_missing_runs(tmp_path):
+    f = _filters("mlperf")
+    matrix = f["mlperf_matrix"](["resnet50"], ["Offline"], 2)
+    vm_dir = tmp_path / "camp" / "s1" / "vm1"
+    assert f["mlperf_missing_runs"](matrix, vm_dir) == matrix
+    run1 = vm_dir / "resnet50/Offline/performance/run_1"
+    shutil.copytree(DELL_OFFLINE, run1)
+    assert f["mlperf_missing_runs"](matrix, vm_dir) == [matrix[1]]
+
+
+def test_progress_counts_rounds_and_skipped_waves():
+    p = Progress(rounds_total=4)
+
+    def ok(res):
+        return {"event": "runner_on_ok", "event_data": {"host": "h", "res": res}}
+
+    p.feed(ok({"miglab_progress": {"skipped": 2}}))
+    assert p.eta_s() is None and "MLPerf rounds 2/4" in p.line()
+    p.feed(ok({"miglab_progress": {"done": 1, "total": 2}}))
+    assert p.rounds_done == 1 and "MLPerf rounds 3/4" in p.line() and "ETA" in p.line()
+    p.feed(ok({"miglab_progress": {"done": 2, "total": 2}}))
+    assert p.eta_s() == 0.0
+
+
+def test_run_refuses_to_start_over_collected_results(tmp_path):
+    run1 = tmp_path / "r750xa-a100-80gb-mig" / "s1" / "vm1" / "resnet50/Offline/performance/run_1"
+    shutil.copytree(DELL_OFFLINE, run1)
+    res = run_cli("run", str(SEED), "--results-dir", str(tmp_path))
+    assert res.returncode == 2
+    assert "--resume" in res.stderr and "--fresh" in res.stderr
+    assert "Traceback" not in res.stderr
