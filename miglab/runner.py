@@ -14,6 +14,20 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PHASES = ("validate", "hosts", "vms", "guests", "mlperf", "report", "teardown")
+# Phase of a play, from words of its name (runner events carry no play tags).
+PLAY_PHASES = (
+    ("validate the campaign", "validate"),
+    ("mig modes", "hosts"),
+    ("esxi host", "hosts"),
+    ("create the campaign's vms", "vms"),
+    ("benchmark", "guests"),
+    ("report", "report"),
+    ("remove the campaign's vms", "teardown"),
+    ("mig off", "teardown"),
+)
+# Phase of a task inside the benchmark play, from its role.
+ROLE_PHASES = {"guest_base": "guests", "guest_vgpu_driver": "guests",
+               "guest_container_toolkit": "guests", "mlperf": "mlperf"}  # fmt: skip
 
 
 @dataclass
@@ -45,12 +59,14 @@ class Progress:
         data = event.get("event_data") or {}
         if kind == "playbook_on_play_start":
             self.play = data.get("play", "")
-            tags = data.get("tags") or []
-            self.phase = next(
-                (t for t in PHASES if t in tags or t in self.play.lower()), self.phase
-            )
+            name = self.play.lower()
+            self.phase = next((ph for words, ph in PLAY_PHASES if words in name), self.phase)
         elif kind == "playbook_on_task_start":
             self.task = data.get("task", "")
+            role = str(data.get("role") or "").rsplit(".", 1)[-1]
+            self.phase = ROLE_PHASES.get(role, self.phase)
+            if self.phase == "mlperf" and self.rounds_started is None:
+                self.rounds_started = time.monotonic()  # the pace counts from the first round
         elif kind in ("runner_on_ok", "runner_on_failed", "runner_on_unreachable"):
             self.host = data.get("host", "")
             res = data.get("res") or {}
@@ -70,8 +86,6 @@ class Progress:
                 self._progress(prog)
 
     def _progress(self, prog: dict) -> None:
-        if self.rounds_started is None:
-            self.rounds_started = time.monotonic()
         if "skipped" in prog:  # a whole wave already VALID
             self.rounds_skipped += int(prog["skipped"])
             return

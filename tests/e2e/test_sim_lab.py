@@ -57,6 +57,8 @@ def sim_lab():
         pytest.skip("MIGLAB_SKIP_SIM=1")
     if os.geteuid() != 0 or not shutil.which("podman"):
         pytest.skip("the simulated lab needs root and podman")
+    # A fresh lab: VMs of other campaigns would hold the GPUs (vcsim refuses the power-on).
+    _run([str(BIN / "miglab"), "sim", "down"], timeout=300)
     res = _run([str(BIN / "miglab"), "sim", "up"], timeout=1800)
     assert res.returncode == 0, res.stdout + res.stderr
     yield
@@ -94,6 +96,31 @@ def test_run_builds_the_lab_and_writes_the_report(first_run, results):
         assert meta["loadgen"]["valid"] is True
     # Progress as data on stderr (not a terminal: one line per play and per MLPerf round).
     assert "[validate]" in first_run.stderr and "MLPerf rounds 2/2" in first_run.stderr
+
+
+def test_no_secret_in_artifacts_results_or_report(first_run, results):
+    """The simulated vCenter's password and the licence token's sentinel appear in no file the
+    run left behind: ansible-runner's artifacts (events, stdout, env), the results tree, the
+    report, the simulated lab's own logs."""
+    password = json.loads((ROOT / ".cache" / "sim" / "vcsim.json").read_text())["password"]
+    sentinel = (ROOT / ".cache" / "standins" / "token-sentinel.txt").read_text().strip()
+    artifacts = Path(re.search(r"^artifacts: (\S+)$", first_run.stdout, re.M).group(1))
+    folders = [artifacts.parents[1], results]
+    leaks = []
+    checked = 0
+    for folder in folders:
+        for path in folder.rglob("*"):
+            if path.is_file():
+                checked += 1
+                data = path.read_bytes()
+                leaks += [f"{path}: {name}" for name, secret in
+                          (("vCenter password", password), ("licence token", sentinel))
+                          if secret.encode() in data]  # fmt: skip
+    text = first_run.stdout + first_run.stderr
+    leaks += [
+        name for name, secret in (("password", password), ("token", sentinel)) if secret in text
+    ]
+    assert checked > 50 and not leaks, leaks
 
 
 def test_second_site_run_changes_nothing(first_run, results):

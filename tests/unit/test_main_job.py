@@ -91,6 +91,7 @@ def test_progress_counts_rounds_and_skipped_waves():
 
     p.feed(ok({"miglab_progress": {"skipped": 2}}))
     assert p.eta_s() is None and "MLPerf rounds 2/4" in p.line()
+    p.feed({"event": "playbook_on_task_start", "event_data": {"role": "miglab.lab.mlperf"}})
     p.feed(ok({"miglab_progress": {"done": 1, "total": 2}}))
     assert p.rounds_done == 1 and "MLPerf rounds 3/4" in p.line() and "ETA" in p.line()
     p.feed(ok({"miglab_progress": {"done": 2, "total": 2}}))
@@ -104,3 +105,24 @@ def test_run_refuses_to_start_over_collected_results(tmp_path):
     assert res.returncode == 2
     assert "--resume" in res.stderr and "--fresh" in res.stderr
     assert "Traceback" not in res.stderr
+
+
+def test_progress_phases_from_play_names_and_roles():
+    p = Progress()
+
+    def play(name):
+        p.feed({"event": "playbook_on_play_start", "event_data": {"play": name}})
+        return p.phase
+
+    def task(name, role=""):
+        p.feed({"event": "playbook_on_task_start", "event_data": {"task": name, "role": role}})
+        return p.phase
+
+    assert play("Validate the campaign and plan the lab") == "validate"
+    assert play("ESXi hosts (rolling)") == "hosts"
+    assert play("Create the campaign's VMs") == "vms"
+    assert play("Benchmark the campaign, wave by wave") == "guests"
+    assert task("Start Docker", "miglab.lab.guest_base") == "guests"
+    assert task("Start the run", "miglab.lab.mlperf") == "mlperf"
+    assert play("Write the campaign report") == "report"
+    assert play("Remove the campaign's VMs") == "teardown"
