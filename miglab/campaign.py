@@ -41,6 +41,7 @@ MLPERF_BENCHMARKS = (
 )
 MLPERF_SCENARIOS = ("Offline", "Server", "SingleStream", "MultiStream")
 MLPERF_MIN_DURATION_S = 600  # LoadGen's min_duration for datacenter performance runs (mlperf.conf)
+MAX_SECONDS = 7 * 24 * 3600  # a sanity bound on durations: a week per run or setup is a typo
 NAME_PATTERN = r"[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?"
 SCENARIO_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}"
 
@@ -384,7 +385,11 @@ def _mlperf(raw, p: Problems, scenarios: dict) -> MlperfSpec | None:
                 f"(defined: {', '.join(map(str, scenarios)) or 'none'})",
             )
     dur = schema.integer(
-        raw.get("min_duration_s", MLPERF_MIN_DURATION_S), f"{path}.min_duration_s", p, minimum=1
+        raw.get("min_duration_s", MLPERF_MIN_DURATION_S),
+        f"{path}.min_duration_s",
+        p,
+        minimum=1,
+        maximum=MAX_SECONDS,
     )
     if None in (benches, scens, runs, dur) or not isinstance(baseline, str):
         return None
@@ -400,9 +405,19 @@ def _schedule(raw, p: Problems) -> ScheduleSpec:
     ):
         return d
     par = schema.boolean(raw.get("parallel", d.parallel), f"{path}.parallel", p)
-    rs = schema.integer(raw.get("run_setup_s", d.run_setup_s), f"{path}.run_setup_s", p, minimum=0)
+    rs = schema.integer(
+        raw.get("run_setup_s", d.run_setup_s),
+        f"{path}.run_setup_s",
+        p,
+        minimum=0,
+        maximum=MAX_SECONDS,
+    )
     ss = schema.integer(
-        raw.get("scenario_setup_s", d.scenario_setup_s), f"{path}.scenario_setup_s", p, minimum=0
+        raw.get("scenario_setup_s", d.scenario_setup_s),
+        f"{path}.scenario_setup_s",
+        p,
+        minimum=0,
+        maximum=MAX_SECONDS,
     )
     if None in (par, rs, ss):
         return d

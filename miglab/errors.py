@@ -19,7 +19,16 @@ class Problem:
 
     def __str__(self) -> str:
         field = self.field or "(top)"
-        return f"{self.file}: {field}: {self.reason}"
+        return f"{_one_line(self.file)}: {_one_line(field)}: {_one_line(self.reason)}"
+
+
+def _one_line(text: str) -> str:
+    """``text`` with line breaks and other control characters escaped: a problem is one line,
+    even when a file name, a YAML key or a quoted value holds a newline."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
 
 
 class ValidationError(Exception):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -72,13 +73,24 @@ def integer(
 
 
 def number(
-    value: Any, path: str, problems: Problems, *, minimum: float | None = None
+    value: Any,
+    path: str,
+    problems: Problems,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
 ) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         problems.add(path, f"must be a number, got {type_name(value)} {value!r}")
         return None
+    if isinstance(value, float) and not math.isfinite(value):
+        problems.add(path, f"must be a finite number, got {value!r}")
+        return None
     if minimum is not None and value < minimum:
         problems.add(path, f"must be at least {minimum}, got {value}")
+        return None
+    if maximum is not None and value > maximum:
+        problems.add(path, f"must be at most {maximum}, got {value}")
         return None
     return float(value)
 
