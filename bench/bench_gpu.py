@@ -18,6 +18,11 @@ Steps, in the order given (each one skipped when the deadline would be passed):
   ``compile-resnet50`` / ``compile-bert-99``: the compiled SUT's raw throughput, the eager
   variants (BERT: exact and fast GELU), and the Server calibration on the SUT the Server run
   will use; both update the plan (``--plan-json`` is where it starts).
+* ``fp8-bert-99`` (issue 6, BERT Offline): FP8 GEMMs (``--precision fp8``): a GEMM microbenchmark
+  (fp16 against FP8 at BERT's shapes), the numerics of the fp16 and the FP8 forward against an
+  fp32 one on the same random weights, and the raw throughput of the compiled FP8 SUT at
+  ``--fp8-batches`` and of the compiled fp16 SUT (the same call, so the same clocks); the plan's
+  BERT Offline then takes the fastest (FP8 only if it is);
 * ``offline:MODEL`` / ``server:MODEL``: one LoadGen run through the lab's command,
   ``python -m miglab.mlperf.run --backend reference --sut torch ...`` (Offline: target QPS from
   the raw throughput the command measures itself, so its ``miglab_run.json`` has the harness
@@ -60,6 +65,7 @@ SERVER_CONFIGS = {
 }
 PSC = {"resnet50": 1024, "bert-99": 10833}
 DEVICE = "cuda"
+RUN = 1  # run_<N> of the single runs (--run)
 
 
 def cpu_dry_run() -> None:
@@ -208,6 +214,12 @@ def _done(args, name) -> None:
     (Path(args.flag_dir) / f"{name}-done").touch()
 
 
+def _built(args) -> None:
+    """Say that this process's SUT is built (compiled, graphs captured): the GPU is free of it."""
+    if args.flag_dir and args.done_flag:
+        (Path(args.flag_dir) / f"{args.done_flag}-built").touch()
+
+
 def explore_compile(args) -> None:
     """Compile (while the GPU is busy with something else), wait for the GPU, then measure the
     compiled Offline SUT's raw throughput at ``--batch``. With ``--calibrate``: ResNet50 also
@@ -220,7 +232,7 @@ def explore_compile(args) -> None:
     from miglab.mlperf.sut.torch_sut import TorchEngine, default_buckets
 
     bench, b = args.models, args.batch
-    res = {"model": bench, "batch": b, "attention": args.attention}
+    res = {"model": bench, "batch": b, "attention": args.attention, "precision": args.precision}
     t0 = time.time()
     engines = {}
     try:
@@ -231,6 +243,7 @@ def explore_compile(args) -> None:
             compile=True,
             device=DEVICE,
             attention=args.attention,
+            precision=args.precision,
         )
         res["compile_s"] = time.time() - t0
         if args.calibrate:
@@ -251,12 +264,14 @@ def explore_compile(args) -> None:
                     fast_gelu=fast,
                 )
                 res[f"{name}_setup_s"] = time.time() - t1
+        _built(args)
         _wait_flag(args)
         r = Runner(eng, batch_size=b).measure_raw(args.raw_s, warmup_s=1.0)
         res["raw"] = r["samples_per_second"]
         log(
             f"  raw {bench} compiled+graphs bs {b}: {res['raw']:.1f} "
-            f"(compile {res['compile_s']:.0f} s, attention {args.attention or 'auto'})"
+            f"(compile {res['compile_s']:.0f} s, attention {args.attention or 'auto'}, "
+            f"precision {args.precision or 'fp16'})"
         )
         eng.close()
         del eng
@@ -282,8 +297,156 @@ def explore_compile(args) -> None:
         for e in engines.values():
             e.close()
         Path(args.json).write_text(json.dumps(res, indent=2))
-        _done(args, f"compile-{bench}")
+        _done(args, args.done_flag or f"compile-{bench}")
         torch.cuda.empty_cache()
+
+
+def _cuda_time(fn, n=20, warm=3) -> float:
+    """Seconds per call of ``fn`` on the GPU (CUDA events, after ``warm`` calls)."""
+    import torch
+
+    for _ in range(warm):
+        fn()
+    ev = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
+    ev[0].record()
+    for _ in range(n):
+        fn()
+    ev[1].record()
+    torch.cuda.synchronize()
+    return ev[0].elapsed_time(ev[1]) / 1e3 / n
+
+
+def _compare(out, ref) -> dict:
+    """How far BERT's QA logits ``out`` are from ``ref`` (batch, seq, 2)."""
+    o, r = out.float(), ref.float()
+    d = (o - r).flatten()
+    cos = float((o.flatten() @ r.flatten()) / (o.norm() * r.norm()))
+    return {
+        "max_abs_err": float(d.abs().max()),
+        "rel_l2_err": float(d.norm() / r.norm()),
+        "cosine": cos,
+        "ref_abs_max": float(r.abs().max()),
+        "start_argmax_agree": float((o[..., 0].argmax(1) == r[..., 0].argmax(1)).float().mean()),
+        "end_argmax_agree": float((o[..., 1].argmax(1) == r[..., 1].argmax(1)).float().mean()),
+    }
+
+
+def _gemm_rates(m: int, k: int, n: int) -> dict:
+    """TFLOP/s of an (m x k) by (k x n) GEMM with bias: fp16, and FP8 with row-wise scales (fast
+    and exact accumulation); the eager per-row quantization's time."""
+    import torch
+
+    from miglab.mlperf.sut.torch_sut import quantize_rows
+
+    dev = "cuda"
+    x = torch.randn(m, k, device=dev, dtype=torch.float16)
+    w = torch.randn(n, k, device=dev, dtype=torch.float16) * 0.02
+    bias = torch.zeros(n, device=dev, dtype=torch.float16)
+    xq, xs = quantize_rows(x)
+    wq, ws = quantize_rows(w)
+    ws = ws.reshape(1, -1).contiguous()
+    flops = 2 * m * k * n
+    row = {"fp16_tflops": flops / _cuda_time(lambda: torch.nn.functional.linear(x, w, bias)) / 1e12}
+    for fast in (True, False):
+        t = _cuda_time(
+            lambda fast=fast: torch._scaled_mm(
+                xq, wq.t(), scale_a=xs, scale_b=ws, bias=bias,
+                out_dtype=torch.float16, use_fast_accum=fast,
+            )
+        )  # fmt: skip
+        row[f"fp8_{'fast' if fast else 'exact'}_tflops"] = flops / t / 1e12
+    row["quantize_eager_ms"] = _cuda_time(lambda: quantize_rows(x)) * 1e3
+    return row
+
+
+def explore_fp8(args) -> None:
+    """FP8 GEMMs for BERT: GEMM rates (fp16 / FP8, BERT's shapes), the numerics of the fp16 and
+    FP8 forwards against fp32 (same random weights), then the compiled FP8 SUT's raw throughput
+    at ``--batch`` (compiled here, measured once ``--wait-flag`` is there; ``--batch 0``: the
+    numerics alone)."""
+    import copy
+
+    import torch
+
+    from miglab.mlperf.sut import torch_sut
+    from miglab.mlperf.sut.runner import Runner
+    from miglab.mlperf.sut.torch_sut import (
+        BERT_LARGE,
+        SEQ_LEN,
+        TorchEngine,
+        make_bert_qa,
+    )
+
+    b = args.batch
+    res: dict = {"batch": b, "gemm": {}, "numerics": {}, "precision": "fp8"}
+    dev = DEVICE
+    try:
+        m = b * SEQ_LEN
+        shapes = ((1024, 3072), (1024, 1024), (1024, 4096), (4096, 1024))
+        for k, n in shapes if dev == "cuda" and b > 0 else ():
+            row = _gemm_rates(m, k, n)
+            res["gemm"][f"{m}x{k}x{n}"] = row
+            log(
+                f"  GEMM {m}x{k}x{n}: fp16 {row['fp16_tflops']:.0f}, FP8 fast-accum "
+                f"{row['fp8_fast_tflops']:.0f}, FP8 {row['fp8_exact_tflops']:.0f} TFLOP/s"
+            )
+        # numerics: fp32 reference, the fp16 forward, the FP8 forward (eager), same weights
+        from transformers import BertConfig, BertForQuestionAnswering
+
+        torch.manual_seed(0)
+        config = BertConfig(**BERT_LARGE)
+        config._attn_implementation = "sdpa"
+        with torch.device(dev):
+            hf32 = BertForQuestionAnswering(config).eval()
+        g = torch.Generator(device=dev).manual_seed(1)
+        ids = torch.randint(1000, 30000, (16, SEQ_LEN), generator=g, device=dev)
+        tt = (torch.arange(SEQ_LEN, device=dev) >= 64).long().expand(16, SEQ_LEN).contiguous()
+        hf16 = copy.deepcopy(hf32).half()
+        with torch.inference_mode():
+            prev = torch.backends.cuda.matmul.allow_tf32
+            torch.backends.cuda.matmul.allow_tf32 = False
+            ref = make_bert_qa(hf32)(ids, tt)
+            torch.backends.cuda.matmul.allow_tf32 = prev
+            out16 = make_bert_qa(hf16)(ids, tt)
+            out8 = make_bert_qa(hf16, fp8=True)(ids, tt)
+            torch_sut.FP8_FAST_ACCUM = False
+            out8x = make_bert_qa(hf16, fp8=True)(ids, tt)
+            torch_sut.FP8_FAST_ACCUM = True
+        res["numerics"]["fp16_vs_fp32"] = _compare(out16, ref)
+        res["numerics"]["fp8_vs_fp32"] = _compare(out8, ref)
+        res["numerics"]["fp8_vs_fp16"] = _compare(out8, out16)
+        res["numerics"]["fp8_exact_accum_vs_fp32"] = _compare(out8x, ref)
+        for k, v in res["numerics"].items():
+            log(
+                f"  numerics {k}: rel L2 {v['rel_l2_err']:.4f}, cos {v['cosine']:.5f}, max abs "
+                f"{v['max_abs_err']:.4f} (|ref| max {v['ref_abs_max']:.3f}), argmax agree "
+                f"{v['start_argmax_agree']:.3f}/{v['end_argmax_agree']:.3f}"
+            )
+        del hf32, hf16
+        torch.cuda.empty_cache()
+        if b <= 0:  # numerics only
+            return
+        # the compiled FP8 SUT, as the run command builds it
+        t0 = time.time()
+        eng = TorchEngine(
+            "bert-99", batch_sizes=[b], sample_count=PSC["bert-99"], compile=True,
+            device=DEVICE, precision="fp8",
+        )  # fmt: skip
+        res["compile_s"] = time.time() - t0
+        _built(args)
+        _wait_flag(args)
+        r = Runner(eng, batch_size=b).measure_raw(args.raw_s, warmup_s=1.0)
+        res["raw"] = r["samples_per_second"]
+        log(
+            f"  raw bert-99 FP8 compiled+graphs bs {b}: {res['raw']:.1f} ({res['compile_s']:.0f} s)"
+        )
+        eng.close()
+    except Exception as exc:  # noqa: BLE001 - reported
+        res["error"] = f"{type(exc).__name__}: {exc}"[:1500]
+        log(f"  fp8 exploration failed: {res['error']}")
+    finally:
+        Path(args.json).write_text(json.dumps(res, indent=2))
+        _done(args, args.done_flag or "fp8-bert-99")
 
 
 def diag_bert(args) -> None:
@@ -504,6 +667,74 @@ def run_explore2(args, out: Path, steps: list[str], plan: dict) -> dict:
     return data
 
 
+def run_fp8(args, out: Path, plan: dict) -> dict:
+    """Issue 6: the FP8 SUT at ``--fp8-batches`` and the fp16 compiled SUT at the plan's batch,
+    built (compiled) in parallel processes, then measured one after the other once all are
+    built; BERT's Offline plan takes the fastest."""
+    flags = out / "flags"
+    flags.mkdir(exist_ok=True)
+    common = ["--flag-dir", str(flags), "--raw-s", str(args.raw_s)]
+    me = _me()
+    p = plan["bert-99"]
+    jobs = []
+    for i, b in enumerate(int(x) for x in args.fp8_batches.split(",")):
+        name = f"fp8-bs{b}"
+        cmd = [*me, "explore-fp8" if i == 0 else "explore-compile", "--models", "bert-99"]
+        cmd += ["--batch", str(b), "--precision", "fp8"]
+        jobs.append((name, cmd))
+    b16 = int(p.get("batch") or 128)
+    jobs.append((f"fp16-bs{b16}", [*me, "explore-compile", "--models", "bert-99",
+                                   "--batch", str(b16)]))  # fmt: skip
+    t_end = time.time() + args.explore_budget_s
+    procs = {}
+    prev = "go"
+    for name, cmd in jobs:
+        cmd += [*common, "--json", str(out / f"{name}.json"), "--done-flag", name]
+        cmd += ["--wait-flag", prev if prev == "go" else f"{prev}-done"]
+        log(f"fp8 step {name}: {' '.join(cmd[2:])}")
+        procs[name] = subprocess.Popen(cmd, env=env())
+        prev = name
+    # the GPU measurements start once every SUT is built (or its process has ended)
+    while time.time() < t_end and not all(
+        (flags / f"{n}-built").exists() or procs[n].poll() is not None for n in procs
+    ):
+        time.sleep(0.5)
+    log("fp8 step: all SUTs built, measuring one after the other")
+    (flags / "go").touch()
+    data: dict = {}
+    for name, proc in procs.items():
+        _wait(proc, t_end + 60, name)
+        (flags / f"{name}-done").touch()
+        data[name] = _load(out / f"{name}.json")
+    (out / "fp8.json").write_text(json.dumps(data, indent=2))
+    choose_fp8(p, data)
+    log(f"fp8 step: BERT Offline plan {p}")
+    return data
+
+
+def choose_fp8(p: dict, data: dict) -> None:
+    """BERT's Offline plan ``p`` takes the fastest FP8 SUT of ``data`` (``fp8-bs<B>`` /
+    ``fp16-bs<B>`` explorations, each with ``raw`` and ``batch``) if it beats the compiled fp16
+    one (or that one is missing); the Server plan is left alone."""
+    fp8 = {n: d["raw"] for n, d in data.items() if n.startswith("fp8") and d.get("raw")}
+    fp16 = [d["raw"] for n, d in data.items() if n.startswith("fp16") and d.get("raw")]
+    if fp16:
+        p["raw_fp16_compiled"] = max(fp16)
+    if not fp8:
+        return
+    best = max(fp8, key=fp8.get)
+    p["raw_fp8"] = fp8
+    if not fp16 or fp8[best] > max(fp16):
+        p.update(
+            batch=data[best]["batch"],
+            compile=True,
+            precision="fp8",
+            fast_gelu=False,
+            raw_explore=fp8[best],
+            offline_variant=f"compiled-{best}",
+        )
+
+
 def _wait(proc, t_end, name) -> None:
     try:
         proc.wait(timeout=max(5, t_end - time.time()))
@@ -600,7 +831,7 @@ def lab_cmd(results: Path, bench, scenario, lab, vm, p, extra=()) -> list[str]:
         "--out",
         str(results / lab / vm),
         "--run",
-        "1",
+        str(RUN),
         "--vm",
         f"h200-{lab}-{vm}",
         "--lab-scenario",
@@ -626,6 +857,9 @@ def lab_cmd(results: Path, bench, scenario, lab, vm, p, extra=()) -> list[str]:
         cmd += ["--attention", p["attention"]]
     if p.get("fast_gelu" if scenario == "Offline" else "server_fast_gelu"):
         cmd.append("--fast-gelu")
+    precision = p.get("precision" if scenario == "Offline" else "server_precision")
+    if precision and bench.startswith("bert"):
+        cmd += ["--precision", precision]
     return cmd + list(extra)
 
 
@@ -691,6 +925,8 @@ def main_bench(args) -> int:
         for bench in ("resnet50", "bert-99"):
             plan.setdefault(bench, choose(args, {})[bench] if bench in args.models else {})
         data = run_explore2(args, out, steps, plan)
+        if "fp8-bert-99" in steps:
+            data["fp8"] = run_fp8(args, out, plan)
     for k, v in (args.override or {}).items():
         plan[k].update(v)
     log("plan: " + json.dumps(plan))
@@ -854,7 +1090,7 @@ def main() -> int:
         "cmd",
         nargs="?",
         default="bench",
-        choices=("bench", "explore", "explore-compile", "diag-bert"),
+        choices=("bench", "explore", "explore-compile", "explore-fp8", "diag-bert"),
     )
     ap.add_argument("--out", default="bench-out", help="the few files to keep")
     ap.add_argument("--work", default="/tmp/miglab-bench-gpu", help="runs, logs, results tree")
@@ -867,9 +1103,11 @@ def main() -> int:
     ap.add_argument(
         "--steps",
         default="explore,offline:resnet50,server:resnet50,offline:bert-99,server:bert-99,ts2",
-        help="explore | diag-bert, compile-resnet50, compile-bert-99; then offline:MODEL, "
-        "server:MODEL, ts<N>",
+        help="explore | diag-bert, compile-resnet50, compile-bert-99, fp8-bert-99; then "
+        "offline:MODEL, server:MODEL, ts<N>",
     )
+    ap.add_argument("--fp8-batches", default="128,256", help="fp8-bert-99: batch sizes")
+    ap.add_argument("--run", type=int, default=1, help="offline:/server: runs: run_<N>")
     ap.add_argument("--plan-json", help="start from this plan (a plan.json of an earlier call)")
     ap.add_argument("--override", type=json.loads, help='JSON {"resnet50": {"batch": 512}}')
     ap.add_argument("--deadline-s", type=float, default=540)
@@ -882,17 +1120,24 @@ def main() -> int:
     ap.add_argument("--batch", type=int)
     ap.add_argument("--wait-flag")
     ap.add_argument("--attention")
+    ap.add_argument("--precision")
+    ap.add_argument("--done-flag")
     ap.add_argument("--calibrate", action="store_true")
     ap.add_argument("--cpu-dry-run", action="store_true", help="tiny sizes on the CPU")
     args = ap.parse_args()
     if args.cpu_dry_run:
         cpu_dry_run()
+    global RUN
+    RUN = args.run
     sys.setswitchinterval(0.001)  # the batcher threads wake up sooner
     if args.cmd == "explore":
         explore(args)
         return 0
     if args.cmd == "explore-compile":
         explore_compile(args)
+        return 0
+    if args.cmd == "explore-fp8":
+        explore_fp8(args)
         return 0
     if args.cmd == "diag-bert":
         diag_bert(args)

@@ -86,7 +86,8 @@ def main() -> int:
         f"Command: `python bench/bench_main_job.py --campaign {args.campaign}` "
         f"({time.strftime('%Y-%m-%d')}, commit {commit}, {platform.platform()}, {cpus} CPUs).",
         "It clones the repository, then runs `bash scripts/demo.sh` twice in the clone.",
-        f"Not fresh on this machine: Debian packages and pip's cache from earlier runs; {env_note}.",
+        "Not fresh on this machine: Debian packages and pip's cache from earlier runs; "
+        f"{env_note}.",
         "",
         "| run | exit | wall time | target | summary |",
         "| --- | --- | --- | --- | --- |",

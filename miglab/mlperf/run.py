@@ -19,9 +19,11 @@ Progress goes to stderr; the last line on stdout is the result.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from datetime import datetime
+from pathlib import Path
 
 from miglab.mlperf.backends import BACKENDS, BackendError, get_backend
 from miglab.mlperf.backends.base import MODES, SCENARIOS, progress
@@ -81,6 +83,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="torch BERT: tanh-approximate GELU fused into the GEMM (changes numerics)",
     )
+    g.add_argument(
+        "--precision",
+        choices=("fp16", "fp8"),
+        help="torch: fp16 (default) or fp8 (BERT only: the encoder's GEMMs in FP8 e4m3 on "
+        "Hopper; a precision change, opt-in; recorded in miglab_run.json)",
+    )
     g.add_argument("--threads", type=int, help="onnxruntime: intra-op threads")
     g.add_argument("--raw-seconds", type=float, default=5.0, help="raw throughput (0: skip)")
     g.add_argument("--warmup-seconds", type=float, default=2.0)
@@ -97,11 +105,29 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         help="start LoadGen at this wall-clock time (seconds since the epoch): the barrier",
     )
+    g.add_argument(
+        "--barrier-dir",
+        help="a two-phase start barrier with the controller: once the SUT is ready, write "
+        "DIR/state ('ready'; 'failed: ...' on an error), then wait for DIR/go, which holds the "
+        "start moment (epoch seconds) the controller picked once every VM was ready",
+    )
+    g.add_argument(
+        "--barrier-timeout",
+        type=float,
+        default=900.0,
+        help="seconds to wait for DIR/go (default 900)",
+    )
     g.add_argument("--vm", help="VM name for miglab_run.json")
     g.add_argument("--lab-scenario", help="the campaign scenario id (s1, s6, ...)")
     g.add_argument("--profile", help="the VM's MIG profile")
     g.add_argument("--vgpu-type", help="the VM's vGPU type")
     g.add_argument("--notes", help="free text for miglab_run.json")
+    g.add_argument(
+        "--simulated-lab",
+        action="store_true",
+        help="the VM is a simulated one (miglab's built-in lab: a container, no GPU); the "
+        "results say simulated and every report marks them",
+    )
     g.add_argument("--overwrite", action="store_true", help="replace an existing run folder")
     return p
 
@@ -145,6 +171,7 @@ def settings_from_args(a):
         cuda_graphs=not a.no_cuda_graphs,
         attention=a.attention,
         fast_gelu=a.fast_gelu,
+        precision=a.precision,
         threads=a.threads,
         raw_seconds=a.raw_seconds,
         warmup_seconds=a.warmup_seconds,
@@ -157,6 +184,8 @@ def settings_from_args(a):
             "profile": a.profile,
             "vgpu_type": a.vgpu_type,
             "notes": a.notes,
+            # None keeps the backend's own verdict (False for a real run).
+            "simulated": True if a.simulated_lab else None,
         },
     )
 
@@ -180,21 +209,57 @@ def wait_for(start_at: float) -> dict:
     }
 
 
+def _barrier_state(folder: Path, text: str) -> None:
+    tmp = folder / "state.tmp"
+    tmp.write_text(text + "\n", encoding="utf-8")
+    os.replace(tmp, folder / "state")
+
+
+def await_go(folder: Path, timeout: float) -> float:
+    """Say ready in ``folder``, then wait for the controller's go file; its start moment."""
+    _barrier_state(folder, "ready")
+    progress(f"ready; waiting for the start moment ({folder / 'go'})")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            text = (folder / "go").read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            time.sleep(0.05)
+            continue
+        try:
+            return float(text)
+        except ValueError:
+            time.sleep(0.05)  # being written
+    raise BackendError(f"no start moment from the controller in {timeout:.0f} s ({folder / 'go'})")
+
+
 def main(argv=None) -> int:
     a = build_parser().parse_args(argv)
     if a.scenario == "Server":
         sys.setswitchinterval(0.001)  # batcher and completion threads get the GIL sooner
     backend = None
+    barrier = Path(a.barrier_dir) if a.barrier_dir else None
     try:
+        if barrier is not None:
+            barrier.mkdir(parents=True, exist_ok=True)
         settings = settings_from_args(a)
         backend = get_backend(a.backend)
         backend.prepare(settings)
-        if a.start_at is not None:
-            backend.barrier = wait_for(a.start_at)
+        start_at = a.start_at
+        if barrier is not None:
+            start_at = await_go(barrier, a.barrier_timeout)
+        if start_at is not None:
+            backend.barrier = wait_for(start_at)
         run_dir = backend.run(a.benchmark, a.scenario, a.mode, a.out, a.run)
     except BackendError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        if barrier is not None:
+            _barrier_state(barrier, f"failed: {' '.join(str(exc).split())}")
         return EXIT_ERROR
+    except BaseException as exc:  # the controller must not wait for a dead SUT
+        if barrier is not None and barrier.is_dir():
+            _barrier_state(barrier, f"failed: {type(exc).__name__}: {exc}")
+        raise
     finally:
         if backend is not None:
             backend.close()

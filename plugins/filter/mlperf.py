@@ -1,8 +1,9 @@
 """Filters miglab.lab.mlperf_*: the mlperf role's decisions, on the controller.
 
 Thin: the role runs ``python -m miglab.mlperf.run`` in the guests and fetches the logs; these
-filters build that command line and read the fetched logs with :mod:`miglab.mlperf.logs`. They run
-where Jinja runs, on the controller, which has the miglab package.
+filters build that command line, read the fetched logs with :mod:`miglab.mlperf.logs` and check
+them against their manifest with :mod:`miglab.mlperf.manifest`. They run where Jinja runs, on
+the controller, which has the miglab package.
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ from ansible_collections.miglab.lab.plugins.plugin_utils.values import plain, re
 try:
     from miglab.errors import ValidationError
     from miglab.mlperf.logs import parse_run
+    from miglab.mlperf.manifest import MANIFEST, verify_run
 
     IMPORT_ERROR = None
 except ImportError as exc:  # reported when a filter is used
-    parse_run = None
+    parse_run = verify_run = None
+    MANIFEST = "MANIFEST.sha256"
     ValidationError = Exception
     IMPORT_ERROR = exc
 
@@ -45,6 +48,8 @@ RUN_OPTIONS = {
     "warmup_seconds": "--warmup-seconds",
     "threads": "--threads",
     "start_at": "--start-at",
+    "barrier_dir": "--barrier-dir",
+    "barrier_timeout": "--barrier-timeout",
     "vm": "--vm",
     "lab_scenario": "--lab-scenario",
     "profile": "--profile",
@@ -186,6 +191,33 @@ def mlperf_missing_runs(matrix, vm_dir):
     ]
 
 
+def mlperf_verify_run(run_dir):
+    """A run folder on the controller (the fetch unpacks it into a staging folder first) against
+    its ``MANIFEST.sha256`` -> {path, manifest, ok, problems, line}.
+
+    ``manifest`` is false when the folder has none (a guest with an older miglab: the role writes
+    one on the controller); ``problems`` lists everything else wrong (a file that differs from its
+    checksum, missing, not listed; a leftover temporary file), one ``PATH: what`` line each;
+    ``ok`` is true when there is a manifest and no problem.
+    """
+    issues = require(verify_run, "mlperf", IMPORT_ERROR)(Path(str(run_dir)))
+    has_manifest = not any(i.kind == "no-manifest" for i in issues)
+    problems = [str(i) for i in issues if i.kind != "no-manifest"]
+    if problems:
+        line = f"{len(problems)} problem(s) in {run_dir}: " + "; ".join(problems)
+    elif not has_manifest:
+        line = f"no {MANIFEST} in {run_dir}"
+    else:
+        line = f"{run_dir} matches its {MANIFEST}"
+    return {
+        "path": str(run_dir),
+        "manifest": has_manifest,
+        "ok": has_manifest and not problems,
+        "problems": problems,
+        "line": line,
+    }
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -195,4 +227,5 @@ class FilterModule:
             "mlperf_runs_valid": mlperf_runs_valid,
             "mlperf_matrix": mlperf_matrix,
             "mlperf_missing_runs": mlperf_missing_runs,
+            "mlperf_verify_run": mlperf_verify_run,
         }

@@ -5,7 +5,9 @@ over collected results."""
 from __future__ import annotations
 
 import shutil
+import subprocess
 import sys
+import time
 
 import pytest
 from ansible.errors import AnsibleFilterError
@@ -19,6 +21,12 @@ DELL_OFFLINE = (
     / "mlperf/inference_results_v1.1/closed/Dell/results"
     / "R750xa_A100-PCIE-80GB-MIG_28x1g.10gb_TRT_Triton/resnet50/Offline/performance/run_1"
 )
+
+
+def run_cli_module(module, *args):
+    return subprocess.run(
+        [sys.executable, "-m", module, *args], capture_output=True, text=True, timeout=120
+    )
 
 
 def _filters(name):
@@ -126,3 +134,34 @@ def test_progress_phases_from_play_names_and_roles():
     assert task("Start the run", "miglab.lab.mlperf") == "mlperf"
     assert play("Write the campaign report") == "report"
     assert play("Remove the campaign's VMs") == "teardown"
+
+
+def test_two_phase_barrier(tmp_path):
+    import threading
+
+    from miglab.mlperf.backends import BackendError
+    from miglab.mlperf.run import await_go
+
+    def release():
+        while not (tmp_path / "state").exists():
+            time.sleep(0.01)
+        (tmp_path / "go").write_text("1234.5\n")
+
+    t = threading.Thread(target=release)
+    t.start()
+    assert await_go(tmp_path, 10) == 1234.5
+    t.join()
+    assert (tmp_path / "state").read_text() == "ready\n"
+    (tmp_path / "go").unlink()
+    with pytest.raises(BackendError, match="no start moment"):
+        await_go(tmp_path, 0.2)
+
+
+def test_a_sut_that_fails_says_so_at_the_barrier(tmp_path):
+    res = run_cli_module(
+        "miglab.mlperf.run", "--sut", "onnxruntime", "--model", str(tmp_path / "missing.onnx"),
+        "--benchmark", "resnet50", "--out", str(tmp_path / "out"),
+        "--barrier-dir", str(tmp_path / "b"),
+    )  # fmt: skip
+    assert res.returncode == 2
+    assert (tmp_path / "b" / "state").read_text().startswith("failed: ")

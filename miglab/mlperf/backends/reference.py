@@ -1,9 +1,10 @@
 """The ``reference`` backend: MLPerf LoadGen from PyPI (``mlcommons-loadgen``) driving a SUT.
 
-SUTs (``miglab.mlperf.sut``): ``torch`` (ResNet50 / BERT-large on a CUDA GPU, fp16, CUDA graphs,
-inputs staged on the GPU) and ``onnxruntime`` (any ONNX model on the CPU). Scenarios Offline and
-Server; modes PerformanceOnly and AccuracyOnly (AccuracyOnly needs real weights and a dataset
-given by the user and is refused otherwise). Nothing is loaded from the network.
+SUTs (``miglab.mlperf.sut``): ``torch`` (ResNet50 / BERT-large on a CUDA GPU, fp16 or, BERT only
+and opt-in, FP8 GEMMs, CUDA graphs, inputs staged on the GPU) and ``onnxruntime`` (any ONNX model
+on the CPU). Scenarios Offline and Server; modes PerformanceOnly and AccuracyOnly (AccuracyOnly
+needs real weights and a dataset given by the user and is refused otherwise). Nothing is loaded
+from the network.
 
 LoadGen settings come from the standard files: LoadGen (4.1 and later) carries ``mlperf.conf``
 inside itself and loads it first; a ``mlperf.conf`` given by the user is applied on top of it, then
@@ -18,7 +19,9 @@ half of it for Server (a guess: set it in user.conf for real runs).
 
 Every run writes ``miglab_run.json`` beside LoadGen's logs (keys in ``../README.md``; this backend
 adds ``sut``, ``device``, ``precision``, ``model``, ``raw_throughput``, ``fidelity``, ``loadgen``,
-``settings``, ``batching`` and ``barrier``).
+``settings``, ``batching`` and ``barrier``), atomically, and last ``MANIFEST.sha256`` (the
+checksums of the run folder's files, :mod:`miglab.mlperf.manifest`): a run folder without one did
+not finish.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from miglab.mlperf.backends.base import (
     progress,
     run_dir_for,
 )
+from miglab.mlperf.manifest import MANIFEST, atomic_write_text, write_manifest
 
 __all__ = ["ReferenceBackend", "ReferenceSettings", "load_test_settings", "now_iso"]
 
@@ -96,6 +100,7 @@ class ReferenceSettings:
     cuda_graphs: bool = True
     attention: str | None = None  # torch BERT: flash / efficient / cudnn / math (None: any)
     fast_gelu: bool = False  # torch BERT: tanh GELU in the GEMM epilogue (a numerics change)
+    precision: str | None = None  # torch: fp16 (None) or fp8 (BERT's encoder GEMMs; opt-in)
     threads: int | None = None  # onnxruntime intra-op threads
     raw_seconds: float = 5.0
     warmup_seconds: float = 2.0
@@ -193,6 +198,15 @@ class ReferenceBackend(Backend):
             raise BackendError(f"unsupported mode {s.mode!r} (use {', '.join(MODES)})")
         if s.sut not in SUTS:
             raise BackendError(f"unknown SUT {s.sut!r} (use {', '.join(SUTS)})")
+        if s.precision not in (None, "fp16"):
+            if s.sut != "torch":
+                raise BackendError(f"--precision {s.precision} is for the torch SUT only")
+            from miglab.mlperf.sut.torch_sut import check_precision
+
+            try:
+                check_precision(info.name, s.precision, s.fast_gelu)
+            except ValueError as exc:
+                raise BackendError(str(exc)) from None
         try:
             import mlperf_loadgen  # noqa: F401
         except ImportError:
@@ -277,6 +291,7 @@ class ReferenceBackend(Backend):
             cuda_graphs=s.cuda_graphs and not accuracy,
             attention=s.attention,
             fast_gelu=s.fast_gelu,
+            precision=s.precision,
             device=s.device,
             seed=s.seed,
             progress=progress,
@@ -324,6 +339,7 @@ class ReferenceBackend(Backend):
         if (run_dir / DETAIL_LOG).exists() and not s.overwrite:
             raise BackendError(f"{run_dir} already holds a run (use --overwrite)")
         run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / MANIFEST).unlink(missing_ok=True)  # first: an unfinished run has none
         (run_dir / RUN_META).unlink(missing_ok=True)
         ts, eff = load_test_settings(s, scenario, mode)
         auto = None
@@ -419,7 +435,8 @@ class ReferenceBackend(Backend):
         meta["loadgen"] = result
         if scenario == "Offline" and raw and result.get("value"):
             meta["fidelity"] = result["value"] / raw
-        (run_dir / RUN_META).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        atomic_write_text(run_dir / RUN_META, json.dumps(meta, indent=2) + "\n")
+        write_manifest(run_dir)
         return run_dir
 
     def _metadata(self, info, scenario, mode, run_index, eff, auto, started, finished) -> dict:
@@ -486,8 +503,8 @@ class ReferenceBackend(Backend):
             pred = np.frombuffer(bytes.fromhex(e["data"]), dtype=np.int32)
             good += int(pred.size == 1 and int(pred[0]) == int(labels[e["qsl_idx"]]))
         out["top1"] = good / len(entries) if entries else None
-        (run_dir / "accuracy.txt").write_text(
-            f"top1 = {out['top1']} over {len(entries)} samples\n", encoding="utf-8"
+        atomic_write_text(
+            run_dir / "accuracy.txt", f"top1 = {out['top1']} over {len(entries)} samples\n"
         )
         return out
 

@@ -23,7 +23,13 @@ How it is made fast (CUDA):
   waits for finished ones; optionally ``torch.compile`` (Inductor) under the graphs (one static
   graph per batch size, or, with many sizes, one graph whose batch dimension is symbolic);
   optionally (``attention``) one SDPA backend only, and (``fast_gelu``, BERT) cuBLASLt's
-  tanh-approximate GELU fused into the FFN GEMM instead of the exact erf GELU.
+  tanh-approximate GELU fused into the FFN GEMM instead of the exact erf GELU;
+* optionally (``precision="fp8"``, BERT only, an explicit opt-in: a precision change whose
+  accuracy nobody has checked here) the encoder's four GEMMs per layer in FP8 (e4m3) on Hopper's
+  FP8 tensor cores through ``torch._scaled_mm``: weights quantized once per output channel,
+  activations per token at run time (:func:`quantize_rows`, which ``torch.compile`` fuses into
+  the LayerNorm / GELU kernel before the GEMM); fp16 everywhere else (embeddings, LayerNorm,
+  attention, residuals, the QA head, outputs).
 
 Synthetic BERT inputs are full-length sequences (384 real tokens, no padding), so no attention
 mask is applied: the worst case for compute, and the case that lets SDPA use flash attention.
@@ -40,9 +46,13 @@ import numpy as np
 
 from miglab.mlperf.sut.base import Engine, Pending, pick_bucket
 
-__all__ = ["TorchEngine", "default_buckets"]
+__all__ = ["PRECISIONS", "TorchEngine", "check_precision", "default_buckets", "quantize_rows"]
 
 SEQ_LEN = 384
+PRECISIONS = ("fp16", "fp8")  # on a CUDA device; a CPU always runs fp32 (fp8 there: emulated)
+FP8_MAX = 448.0  # the largest finite float8_e4m3fn
+# cuBLASLt's fast FP8 accumulation (Hopper: about 20 % faster GEMMs); read when a model is built
+FP8_FAST_ACCUM = True
 BERT_LARGE = {
     "vocab_size": 30522,
     "hidden_size": 1024,
@@ -66,7 +76,80 @@ def default_buckets(max_batch: int, dense: bool = False) -> tuple[int, ...]:
     return tuple(sorted(out))
 
 
-def make_bert_qa(hf_model, fast_gelu: bool = False):
+def check_precision(benchmark: str, precision: str | None, fast_gelu: bool = False) -> str:
+    """The precision to run (``None``: fp16); ValueError for a combination that cannot be."""
+    p = (precision or "fp16").lower()
+    if p not in PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r} (use {', '.join(PRECISIONS)})")
+    if p == "fp8":
+        if not benchmark.startswith("bert"):
+            raise ValueError(f"precision fp8 is implemented for BERT only, not {benchmark!r}")
+        if fast_gelu:
+            raise ValueError(
+                "fast GELU (GELU in the fp16 GEMM's epilogue) does not apply with precision fp8"
+            )
+    return p
+
+
+def quantize_rows(x):
+    """Per-row (per-token) FP8 e4m3 quantization: ``(q, scale)`` with ``x ~= q * scale``.
+
+    ``scale`` is float32 of shape ``(rows, 1)`` (what ``torch._scaled_mm`` takes as a row-wise
+    scale), the row's absolute maximum over 448; all-zero rows get a tiny scale, not a division
+    by zero. Under ``torch.compile`` the reduction and the cast fuse into the kernel that makes
+    ``x``.
+    """
+    import torch
+
+    amax = x.abs().amax(dim=-1, keepdim=True).float()
+    scale = amax.clamp(min=1e-12) / FP8_MAX
+    q = (x.float() / scale).clamp(-FP8_MAX, FP8_MAX).to(torch.float8_e4m3fn)
+    return q, scale
+
+
+def _fp8_linear(linear):
+    """An ``nn.Linear`` whose GEMM runs in FP8: the weight quantized once per output channel,
+    the input per row at each call, ``torch._scaled_mm`` (cuBLASLt's fast accumulation unless
+    ``FP8_FAST_ACCUM`` is off; bias and output in the input's dtype). On a CPU (tests) the same
+    quantized values are multiplied after dequantization."""
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    class _Fp8Linear(nn.Module):
+        def __init__(self):
+            super().__init__()
+            w = linear.weight.detach()
+            self.in_features, self.out_features = linear.in_features, linear.out_features
+            q, scale = quantize_rows(w)  # one scale per output channel (row of the weight)
+            self.register_buffer("wq", q)  # (N, K): wq.t() is the column-major (K, N) B
+            self.register_buffer("w_scale", scale.reshape(1, -1).contiguous())  # (1, N)
+            bias = linear.bias.detach().clone() if linear.bias is not None else None
+            self.register_buffer("bias", bias)
+            self.fast_accum = FP8_FAST_ACCUM
+
+        def forward(self, x):
+            shape = x.shape
+            a, a_scale = quantize_rows(x.reshape(-1, self.in_features))
+            if x.is_cuda:
+                y = torch._scaled_mm(
+                    a,
+                    self.wq.t(),
+                    scale_a=a_scale,
+                    scale_b=self.w_scale,
+                    bias=self.bias,
+                    out_dtype=x.dtype,
+                    use_fast_accum=self.fast_accum,
+                )
+            else:
+                w = self.wq.to(x.dtype) * self.w_scale.t().to(x.dtype)
+                y = F.linear(a.to(x.dtype) * a_scale.to(x.dtype), w, self.bias)
+            return y.reshape(*shape[:-1], self.out_features)
+
+    return _Fp8Linear()
+
+
+def make_bert_qa(hf_model, fast_gelu: bool = False, fp8: bool = False):
     """BERT for question answering, run on the weights of a transformers
     ``BertForQuestionAnswering`` by a forward of our own.
 
@@ -76,7 +159,9 @@ def make_bert_qa(hf_model, fast_gelu: bool = False):
     there is no mask when there is no padding; Q, K and V are one GEMM; with ``fast_gelu`` the
     FFN's GELU is cuBLASLt's GEMM epilogue (tanh approximation instead of erf: a numerics
     change, off by default). Same weights, same results as the transformers model (checked
-    against it in fp32 to 1e-5).
+    against it in fp32 to 1e-5). With ``fp8`` the four GEMMs of each encoder layer (QKV,
+    attention output, FFN in and out) run in FP8 (:func:`_fp8_linear`); the transformers
+    model itself is left as it was.
     """
     import torch
     from torch import nn
@@ -103,9 +188,12 @@ def make_bert_qa(hf_model, fast_gelu: bool = False):
                 m.fc1 = layer.intermediate.dense
                 m.fc2 = layer.output.dense
                 m.ln2 = layer.output.LayerNorm
+                if fp8:
+                    for name in ("qkv", "out", "fc1", "fc2"):
+                        setattr(m, name, _fp8_linear(getattr(m, name)))
                 self.layers.append(m)
             self.qa = hf_model.qa_outputs
-            self.fast_gelu = fast_gelu
+            self.fast_gelu = fast_gelu and not fp8
             self.register_buffer(
                 "pos", torch.arange(cfg.max_position_embeddings, device=self.qa.weight.device)
             )
@@ -160,6 +248,7 @@ class TorchEngine(Engine):
         cuda_graphs: bool = True,
         attention: str | None = None,
         fast_gelu: bool = False,
+        precision: str | None = None,
         device: str = "cuda",
         ring: int = 4,
         seed: int = 0,
@@ -174,8 +263,12 @@ class TorchEngine(Engine):
             raise RuntimeError("torch sees no CUDA device")
         self.dev = dev
         cuda = dev.type == "cuda"
+        self.fp8 = check_precision(benchmark, precision, fast_gelu) == "fp8"
         self.dtype = torch.float16 if cuda else torch.float32
-        self.precision = "fp16" if cuda else "fp32"
+        if self.fp8:
+            self.precision = "fp8" if cuda else "fp8 (emulated on the CPU, fp32)"
+        else:
+            self.precision = "fp16" if cuda else "fp32"
         if cuda:
             torch.backends.cudnn.benchmark = True
             torch.backends.cuda.matmul.allow_tf32 = True
@@ -325,10 +418,15 @@ class TorchEngine(Engine):
                 model.load_state_dict(state)
         model = model.eval().to(self.dev, self.dtype)
         self.hf_net = model
-        self.net = make_bert_qa(model, fast_gelu=self.fast_gelu)
+        self.net = make_bert_qa(model, fast_gelu=self.fast_gelu, fp8=self.fp8)
         self.model = (
             "BERT-large QA (transformers weights; miglab's forward: fused QKV, SDPA attention"
             + (", tanh GELU fused into the GEMM" if self.fast_gelu else "")
+            + (
+                ", FP8 e4m3 encoder GEMMs (per-channel weight and per-token activation scales)"
+                if self.fp8
+                else ""
+            )
             + "), seq 384"
         )
         if dataset:
@@ -467,6 +565,13 @@ class TorchEngine(Engine):
                 "torch_compile": self.compiled,
                 "attention": self.attention or "auto",
                 "fast_gelu": self.fast_gelu,
+                "fp8_gemms": (
+                    "encoder QKV, attention output, FFN in/out: e4m3, weight scale per output "
+                    "channel, activation scale per token (dynamic), torch._scaled_mm, fast "
+                    "accumulation; fp16 elsewhere"
+                    if self.fp8
+                    else None
+                ),
             }
         )
         try:
