@@ -165,3 +165,31 @@ def test_a_sut_that_fails_says_so_at_the_barrier(tmp_path):
     )  # fmt: skip
     assert res.returncode == 2
     assert (tmp_path / "b" / "state").read_text().startswith("failed: ")
+
+
+def test_a_second_run_against_a_lab_in_use_is_refused(tmp_path):
+    """`miglab run` holds a lock per lab inventory; a second one is refused before it touches
+    anything (exit 3), naming who holds the lab."""
+    import json as _json
+    import socket
+
+    from miglab.lock import lock_path
+
+    lab = tmp_path / "lab"
+    lab.mkdir()
+    (lab / "hosts.yml").write_text((ROOT / "inventories/sim/hosts.yml").read_text())
+    path = lock_path(str(lab), ROOT / ".cache" / "locks")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        info = {"pid": holder.pid, "host": socket.gethostname(), "started": time.time(),
+                "command": "miglab run campaigns/x.yml"}  # fmt: skip
+        path.write_text(_json.dumps(info))
+        res = run_cli("run", str(SEED), "-i", str(lab), "--results-dir", str(tmp_path / "r"))
+        assert res.returncode == 3, res.stderr
+        assert f"pid {holder.pid}" in res.stderr and "miglab run campaigns/x.yml" in res.stderr
+        assert not (tmp_path / "r").exists() and "Traceback" not in res.stderr
+    finally:
+        holder.kill()
+        holder.wait()
+        path.unlink(missing_ok=True)
