@@ -6,7 +6,8 @@
 * :mod:`miglab.mlperf.aggregate` - sum concurrent VMs per run, statistics over runs,
   improvement over the baseline scenario;
 * :mod:`miglab.mlperf.report` - Markdown, HTML, CSV, JSON and PNG charts;
-* :mod:`miglab.mlperf.cli` - ``miglab results parse|aggregate`` and ``miglab report``.
+* :mod:`miglab.mlperf.manifest` - atomic writes, run folders' ``MANIFEST.sha256``, verification;
+* :mod:`miglab.mlperf.cli` - ``miglab results parse|aggregate|verify`` and ``miglab report``.
 
 Pure Python (matplotlib for the charts); imports neither Ansible nor pyVmomi. README.md beside
 this file describes the results tree and ``miglab_run.json``.

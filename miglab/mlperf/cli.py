@@ -1,8 +1,10 @@
-"""``miglab results parse|aggregate`` and ``miglab report``: the results side of the MLPerf plugin.
+"""``miglab results parse|aggregate|verify`` and ``miglab report``: the results side of the MLPerf
+plugin.
 
 :func:`register` adds the commands to the ``miglab`` command's subparsers; :func:`main` runs them
 on their own (``python -m miglab.mlperf.cli results parse ...``) with the same exit codes as
-``miglab``: 0 ok, 2 bad input (one ``error: FILE: FIELD: reason`` line per problem).
+``miglab``: 0 ok, 2 bad input (one ``error: FILE: FIELD: reason`` line per problem); ``results
+verify`` exits 1 when a file does not match its run's manifest.
 """
 
 from __future__ import annotations
@@ -73,6 +75,28 @@ def cmd_results_parse(args) -> int:
     return EXIT_OK
 
 
+# --- results verify -----------------------------------------------------------------------------
+def cmd_results_verify(args) -> int:
+    from miglab.mlperf.manifest import verify_tree
+
+    report = verify_tree(args.results_dir)  # ValidationError (exit 2) for a missing folder
+    if args.json:
+        _print_json(report.as_json())
+    else:
+        for issue in report.issues:
+            print(issue)
+    n = len(report.runs)
+    if report.ok:
+        if not args.json:
+            print(f"ok: {n} run folder(s), {report.files} file(s) match their manifests")
+        return EXIT_OK
+    print(
+        f"{len(report.issues)} problem(s) in {args.results_dir} ({n} run folder(s) checked)",
+        file=sys.stderr,
+    )
+    return EXIT_FAIL
+
+
 # --- results aggregate / report -------------------------------------------------------------------
 def _aggregate(args):
     from miglab.mlperf.aggregate import aggregate_results, campaign_context, normalize_plan
@@ -136,11 +160,11 @@ def cmd_report(args) -> int:
     agg = _aggregate(args)
     out = Path(args.output) if args.output else Path(args.results_dir) / "report"
     written = write_report(agg, out)
-    for name in ("report.md", "report.html", "results.csv", "results.json"):
-        print(f"wrote {written[name]}")
-    charts = [p for n, p in written.items() if n.endswith(".png")]
-    for p in charts:
-        print(f"wrote {p}")
+    names = ["report.md", "report.html", "results.csv", "results.json"]
+    names += [n for n in written if n.endswith(".png")]
+    changed = set(written.changed)
+    for name in names:  # "wrote" only for files rewritten (playbooks/report.yml's changed_when)
+        print(f"{'wrote' if name in changed else 'unchanged'} {written[name]}")
     for p in agg.problems:
         print(f"warning: {p}", file=sys.stderr)
     return EXIT_OK
@@ -170,9 +194,9 @@ def _aggregate_options(p: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers) -> None:
-    """Add ``results parse``, ``results aggregate`` and ``report`` to miglab's subparsers."""
+    """Add ``results parse|aggregate|verify`` and ``report`` to miglab's subparsers."""
     res = subparsers.add_parser(
-        "results", help="MLPerf LoadGen logs: parse runs, aggregate concurrent VMs"
+        "results", help="MLPerf LoadGen logs: parse runs, aggregate concurrent VMs, verify"
     )
     rsub = res.add_subparsers(dest="results_command", required=True, metavar="RESULTS_COMMAND")
     p = rsub.add_parser(
@@ -195,6 +219,16 @@ def register(subparsers) -> None:
     fmt.add_argument("--csv", action="store_true")
     _aggregate_options(p)
     p.set_defaults(func=cmd_results_aggregate)
+    p = rsub.add_parser(
+        "verify",
+        help="check every run folder against its MANIFEST.sha256",
+        description="Check a results tree (or one run folder): every .../performance/run_<n>/ "
+        "must have a MANIFEST.sha256 that matches its files; leftovers of an interrupted write "
+        "or fetch are reported. Exit 0: all good; 1: problems (one line each); 2: no such DIR.",
+    )
+    p.add_argument("results_dir", metavar="DIR")
+    p.add_argument("--json", action="store_true", help="print the findings as JSON")
+    p.set_defaults(func=cmd_results_verify)
 
     p = subparsers.add_parser(
         "report",

@@ -14,18 +14,41 @@ and PNG bar charts.
 
 When the runs' ``miglab_run.json`` says they were simulated or used random weights, every output
 says so at the top (and the charts in their title).
+
+The output is a function of the results only (no timestamps; PNGs without a Software tag), and
+each file is written atomically and only when its bytes change: a second report over the same
+results rewrites nothing (``ReportFiles.changed`` is empty).
 """
 
 from __future__ import annotations
 
 import base64
 import html
+import io
 import json
 from pathlib import Path
 
 from miglab.mlperf.aggregate import Aggregate, Group
 
-__all__ = ["format_value", "write_report"]
+__all__ = ["ReportFiles", "format_value", "write_report"]
+
+
+class ReportFiles(dict):
+    """``{name: path}`` of every file of the report, plus which of them were rewritten
+    (``changed``) and which already held the same bytes (``unchanged``), in writing order."""
+
+    def __init__(self):
+        super().__init__()
+        self.changed: list[str] = []
+        self.unchanged: list[str] = []
+
+    def put(self, name: str, path: Path, data: bytes) -> None:
+        # Imported here: miglab.mlperf imports this module, and the role runs
+        # `python -m miglab.mlperf.manifest` (runpy warns when the package imported it already).
+        from miglab.mlperf.manifest import write_if_changed
+
+        self[name] = path
+        (self.changed if write_if_changed(path, data) else self.unchanged).append(name)
 
 
 def format_value(v: float | None, unit: str | None = None) -> str:
@@ -182,8 +205,9 @@ def _metric_label(g: Group) -> str:
     return f"{g.metric} ({g.unit}, {'sum over VMs' if g.combine == 'sum' else 'worst VM'})"
 
 
-def _chart(groups: list[Group], path: Path, title: str, flags: list[str]) -> bool:
-    """One bar per scenario: mean, min-max error bars, baseline marked. False: nothing to draw."""
+def _chart(groups: list[Group], title: str, flags: list[str]) -> bytes | None:
+    """One bar per scenario: mean, min-max error bars, baseline marked; the PNG's bytes (None:
+    nothing to draw). No metadata that changes between runs."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -192,7 +216,7 @@ def _chart(groups: list[Group], path: Path, title: str, flags: list[str]) -> boo
 
     drawn = [g for g in groups if g.mean is not None]
     if not drawn:
-        return False
+        return None
     scale = 1e-6 if drawn[0].unit == "ns" else 1.0
     names = [g.scenario for g in drawn]
     means = [g.mean * scale for g in drawn]
@@ -234,16 +258,18 @@ def _chart(groups: list[Group], path: Path, title: str, flags: list[str]) -> boo
     ax.set_xlabel("scenario (error bars: min - max over runs)")
     ax.set_title(title + (f"\n{' / '.join(flags)}" if flags else ""), fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, format="png")
-    return True
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    return buf.getvalue()
 
 
-def write_report(aggregate: Aggregate, out_dir: str | Path) -> dict[str, Path]:
+def write_report(aggregate: Aggregate, out_dir: str | Path) -> ReportFiles:
     """Write report.md, report.html, results.csv, results.json and one PNG chart per benchmark
-    and MLPerf scenario into ``out_dir`` (created); return the paths by name."""
+    and MLPerf scenario into ``out_dir`` (created); return the paths by name, and which files
+    changed. Each file is replaced atomically, and only when its content changes."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    written: dict[str, Path] = {}
+    written = ReportFiles()
     banners = _banners(aggregate)
     flags = []
     if any(g.simulated for g in aggregate.groups):
@@ -255,12 +281,10 @@ def write_report(aggregate: Aggregate, out_dir: str | Path) -> dict[str, Path]:
     for (camp, bench, mlscen), groups in _by_benchmark(aggregate).items():
         name = f"chart-{_slug(camp)}-{_slug(bench)}-{_slug(mlscen)}.png"
         title = f"{camp}: {bench} {mlscen}"
-        png = out / name
-        if _chart(groups, png, title, flags):
-            written[name] = png
-        else:
-            png = None
-        sections.append((camp, bench, mlscen, groups, png))
+        png = _chart(groups, title, flags)
+        if png is not None:
+            written.put(name, out / name, png)
+        sections.append((camp, bench, mlscen, groups, name if png is not None else None, png))
 
     # --- Markdown -----------------------------------------------------------------------------
     md = ["# MLPerf Inference results", ""]
@@ -274,10 +298,10 @@ def write_report(aggregate: Aggregate, out_dir: str | Path) -> dict[str, Path]:
         + "; totals are sums over the VMs, statistics are over the counted runs.",
         "",
     ]
-    for camp, bench, mlscen, groups, png in sections:
+    for camp, bench, mlscen, groups, png_name, _png in sections:
         md += [f"## {camp}: {bench} {mlscen}", "", f"Metric: {_metric_label(groups[0])}.", ""]
-        if png is not None:
-            md += [f"![{bench} {mlscen}]({png.name})", ""]
+        if png_name is not None:
+            md += [f"![{bench} {mlscen}]({png_name})", ""]
         md += [_md_table(SUMMARY_HEAD, _summary_rows(groups)), ""]
         md += ["### Runs", "", _md_table(RUN_HEAD, _run_rows(groups)), ""]
         notes = [f"{g.scenario}: {n}" for g in groups for n in g.notes]
@@ -294,9 +318,7 @@ def write_report(aggregate: Aggregate, out_dir: str | Path) -> dict[str, Path]:
     if aggregate.problems:
         md += ["## Files outside the results layout (ignored)", ""]
         md += [f"- {p}" for p in aggregate.problems] + [""]
-    md_path = out / "report.md"
-    md_path.write_text("\n".join(md), encoding="utf-8")
-    written["report.md"] = md_path
+    written.put("report.md", out / "report.md", "\n".join(md).encode("utf-8"))
 
     # --- HTML ---------------------------------------------------------------------------------
     h = [
@@ -315,11 +337,11 @@ def write_report(aggregate: Aggregate, out_dir: str | Path) -> dict[str, Path]:
         "A run counts only when every VM's LoadGen run is VALID without errors and the VMs' run "
         "windows overlap; totals are sums over the VMs, statistics are over the counted runs.</p>"
     )
-    for camp, bench, mlscen, groups, png in sections:
+    for camp, bench, mlscen, groups, _png_name, png in sections:
         h.append(f"<h2>{html.escape(f'{camp}: {bench} {mlscen}')}</h2>")
         h.append(f"<p>Metric: {html.escape(_metric_label(groups[0]))}.</p>")
         if png is not None:
-            data = base64.b64encode(png.read_bytes()).decode("ascii")
+            data = base64.b64encode(png).decode("ascii")
             h.append(
                 f"<img alt='{html.escape(bench)} {html.escape(mlscen)}' "
                 f"src='data:image/png;base64,{data}'>"
@@ -340,17 +362,11 @@ def write_report(aggregate: Aggregate, out_dir: str | Path) -> dict[str, Path]:
         h += [f"<li>{html.escape(p)}</li>" for p in aggregate.problems]
         h.append("</ul>")
     h.append("</body></html>")
-    html_path = out / "report.html"
-    html_path.write_text("\n".join(h), encoding="utf-8")
-    written["report.html"] = html_path
+    written.put("report.html", out / "report.html", "\n".join(h).encode("utf-8"))
 
     # --- CSV / JSON ---------------------------------------------------------------------------
-    csv_path = out / "results.csv"
-    csv_path.write_text(aggregate.to_csv(), encoding="utf-8")
-    written["results.csv"] = csv_path
+    written.put("results.csv", out / "results.csv", aggregate.to_csv().encode("utf-8"))
     data = aggregate.as_json()
     data["banners"] = banners
-    json_path = out / "results.json"
-    json_path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    written["results.json"] = json_path
+    written.put("results.json", out / "results.json", (json.dumps(data, indent=2) + "\n").encode())
     return written

@@ -132,3 +132,22 @@ def test_matrix_runs_outermost(filters):
     ]
     with pytest.raises(AnsibleFilterError):
         filters["mlperf_matrix"](["resnet50"], ["Offline"], "many")
+
+
+def test_verify_run_manifest(filters, tmp_path):
+    from miglab.mlperf.manifest import write_manifest
+
+    run = copy_run(tmp_path / "vm1")
+    check = filters["mlperf_verify_run"](str(run))
+    assert (check["manifest"], check["ok"], check["problems"]) == (False, False, [])
+    assert check["line"] == f"no MANIFEST.sha256 in {run}"
+    write_manifest(run)
+    check = filters["mlperf_verify_run"](str(run))
+    assert (check["manifest"], check["ok"], check["problems"]) == (True, True, [])
+    (run / "mlperf_log_detail.txt").write_text("tampered\n")
+    check = filters["mlperf_verify_run"](str(run))
+    assert check["manifest"] and not check["ok"]
+    assert check["problems"] == [
+        f"{run / 'mlperf_log_detail.txt'}: checksum differs from MANIFEST.sha256"
+    ]
+    assert check["line"].startswith(f"1 problem(s) in {run}: ")

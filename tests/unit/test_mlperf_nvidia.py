@@ -368,6 +368,9 @@ def test_collect_logs_into_results_tree(harness, tmp_path):
     assert (rm.backend, rm.weights, rm.profile, rm.run) == ("nvidia", "real", "1g.10gb", 2)
     rec = parse_run(run_dir)
     assert rec.valid and rec.value == 136656 and rec.benchmark == "resnet50"
+    from miglab.mlperf.manifest import verify_run
+
+    assert (run_dir / "MANIFEST.sha256").is_file() and verify_run(run_dir) == []
     with pytest.raises(BackendError, match="already holds"):
         collect_logs(src, out, "resnet50", "Offline", 2)
     with pytest.raises(BackendError, match="no mlperf_log_detail"):

@@ -172,6 +172,12 @@ def test_layout_metadata_and_collector(lab_results):
     rec = parse_run(run)
     assert rec.valid and rec.loadgen_validity == "VALID"
     assert rec.scenario == "Server" and rec.mode == "PerformanceOnly"
+    # written last: the checksums of every file of the run folder, nothing left over
+    from miglab.mlperf.manifest import MANIFEST, read_manifest, verify_run
+
+    listed, bad = read_manifest(run / MANIFEST)
+    assert not bad and {p.name for p in run.iterdir()} == set(listed) | {MANIFEST}
+    assert verify_run(run) == []
     assert rec.metric == "result_completed_samples_per_sec"
     assert rec.value == pytest.approx(300, rel=0.2)
     assert rec.meta.backend == "reference" and rec.meta.weights == "random"

@@ -19,7 +19,7 @@ import pytest
 from miglab.mlperf.aggregate import aggregate_results, campaign_context
 from miglab.mlperf.cli import main
 from miglab.mlperf.report import format_value, write_report
-from testlib import FIXTURES, SEED
+from testlib import FIXTURES, SEED, run_cli
 
 OFFLINE = (
     FIXTURES
@@ -170,6 +170,42 @@ def test_cli_report(tree, tmp_path):
     md = (tmp_path / "r" / "report.md").read_text()
     assert "Baseline scenario: s1." in md and "+5.77 %" in md
     check_png(tmp_path / "r" / "chart-seed-resnet50-Offline.png")
+
+
+def test_second_report_rewrites_nothing(tree, tmp_path):
+    """Same results, same bytes (no timestamps, PNGs without a Software tag): the second report
+    writes nothing; a changed result rewrites what shows it."""
+    agg = aggregate_results(tree, baseline="s1")
+    first = write_report(agg, tmp_path / "out")
+    assert first.changed == list(first) and first.unchanged == []
+    before = {n: (p.read_bytes(), p.stat().st_mtime_ns) for n, p in first.items()}
+    second = write_report(aggregate_results(tree, baseline="s1"), tmp_path / "out")
+    assert second.changed == [] and sorted(second.unchanged) == sorted(first)
+    assert {n: (p.read_bytes(), p.stat().st_mtime_ns) for n, p in second.items()} == before
+    assert not [p for p in (tmp_path / "out").iterdir() if p.name.startswith(".")]
+    png = first["chart-seed-resnet50-Offline.png"].read_bytes()
+    assert b"Software" not in png and b"tIME" not in png
+
+    d = tree / "s6" / "vm1" / "resnet50" / "Offline" / "performance" / "run_1"
+    log = d / "mlperf_log_detail.txt"
+    log.write_text(edit_value(log.read_text(), "result_samples_per_second", 90000))
+    third = write_report(aggregate_results(tree, baseline="s1"), tmp_path / "out")
+    assert set(third.changed) == set(first)  # every output shows s6's numbers
+
+
+def test_cli_report_twice_prints_unchanged(tree, tmp_path):
+    """`miglab report` in two processes (two hash seeds): the second prints no "wrote " (the
+    report playbook's changed_when)."""
+    out_dir = tmp_path / "r"
+    first = run_cli("report", tree, "-o", out_dir, "--campaign", SEED)
+    assert first.returncode == 0, first.stderr
+    assert [line.split()[0] for line in first.stdout.splitlines()] == ["wrote"] * 5
+    second = run_cli("report", tree, "-o", out_dir, "--campaign", SEED)
+    assert second.returncode == 0, second.stderr
+    assert "wrote " not in second.stdout
+    assert second.stdout.splitlines() == [
+        line.replace("wrote ", "unchanged ", 1) for line in first.stdout.splitlines()
+    ]
 
 
 def test_format_value():

@@ -38,7 +38,6 @@ import math
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import time
 from collections.abc import Callable
@@ -506,8 +505,10 @@ def collect_logs(
     overwrite: bool = False,
 ) -> Path:
     """Copy one harness run's LoadGen logs into ``<out>/<benchmark>/<scenario>/<mode>/run_<n>/``
-    and write ``miglab_run.json`` there. Returns the run folder."""
+    and write ``miglab_run.json`` there, each file atomically, then ``MANIFEST.sha256``.
+    Returns the run folder."""
     from miglab.mlperf.logs import DETAIL_LOG, RUN_META
+    from miglab.mlperf.manifest import MANIFEST, atomic_copy, atomic_write_text, write_manifest
 
     src = Path(log_dir)
     if not (src / DETAIL_LOG).is_file():
@@ -517,10 +518,11 @@ def collect_logs(
     if (run_dir / DETAIL_LOG).exists() and not overwrite:
         raise BackendError(f"{run_dir} already holds a run (use overwrite)")
     run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / MANIFEST).unlink(missing_ok=True)  # first: an unfinished copy has none
     copied = []
     for f in LOG_FILES:
         if (src / f).is_file():
-            shutil.copy2(src / f, run_dir / f)
+            atomic_copy(src / f, run_dir / f)
             copied.append(f)
     data = {
         "schema": "miglab-run/1",
@@ -538,7 +540,8 @@ def collect_logs(
     for k, v in (meta or {}).items():
         if v is not None:
             data[k] = v
-    (run_dir / RUN_META).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    atomic_write_text(run_dir / RUN_META, json.dumps(data, indent=2) + "\n")
+    write_manifest(run_dir)
     return run_dir
 
 
