@@ -12,6 +12,24 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SEED = ROOT / "campaigns" / "r750xa-a100-80gb-mig.yml"
+BIN = Path(sys.executable).parent
+
+
+def ansible_env(extra: dict | None = None) -> dict:
+    """The environment for running Ansible's tools as a user of this checkout: its ansible.cfg,
+    the virtualenv's tools first, and no VMWARE_*/ANSIBLE_*/MIGLAB_CAMPAIGN from the caller."""
+    environ = {
+        k: v
+        for k, v in os.environ.items()
+        if k != "MIGLAB_CAMPAIGN" and not k.startswith(("VMWARE_", "ANSIBLE_"))
+    }
+    environ.update(
+        ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
+        ANSIBLE_NOCOLOR="1",
+        PATH=f"{BIN}:{os.environ.get('PATH', '')}",
+    )
+    environ.update(extra or {})
+    return environ
 
 
 def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:

@@ -13,33 +13,21 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from testlib import ROOT
+from testlib import BIN, ROOT, ansible_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sim]
 
 CAMPAIGN = ROOT / "tests" / "e2e" / "campaigns" / "sim-small.yml"
-BIN = Path(sys.executable).parent
-
-
-def _env(**extra: str) -> dict:
-    return dict(
-        os.environ,
-        ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
-        ANSIBLE_NOCOLOR="1",
-        PATH=f"{BIN}:{os.environ.get('PATH', '')}",
-        **extra,
-    )
 
 
 def _run(cmd: list[str], timeout: int = 1200, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        cmd, cwd=ROOT, env=_env(**env), capture_output=True, text=True, timeout=timeout
+        cmd, cwd=ROOT, env=ansible_env(env), capture_output=True, text=True, timeout=timeout
     )
 
 

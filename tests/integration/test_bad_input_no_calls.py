@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
 import socket
 import subprocess
@@ -39,7 +38,7 @@ from pathlib import Path
 
 import pytest
 
-from testlib import FIXTURES, ROOT
+from testlib import FIXTURES, ROOT, ansible_env
 
 pytestmark = pytest.mark.integration
 
@@ -173,25 +172,9 @@ class Lab:
     env: dict
 
 
-def _environ(env: dict) -> dict:
-    bindir = Path(sys.executable).parent
-    environ = {
-        k: v
-        for k, v in os.environ.items()
-        if k != "MIGLAB_CAMPAIGN" and not k.startswith(("VMWARE_", "ANSIBLE_"))
-    }
-    environ.update(
-        ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
-        ANSIBLE_NOCOLOR="1",
-        PATH=f"{bindir}:{os.environ.get('PATH', '')}",
-    )
-    environ.update(env)
-    return environ
-
-
 def _run(args: list[str], env: dict) -> subprocess.CompletedProcess:
     return subprocess.run(
-        args, cwd=ROOT, env=_environ(env), capture_output=True, text=True, timeout=300
+        args, cwd=ROOT, env=ansible_env(env), capture_output=True, text=True, timeout=300
     )
 
 

@@ -4,16 +4,14 @@ power states of the campaign's VMs in one session, clear one-line errors, no pas
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from testlib import ROOT, SEED, run_module
+from testlib import BIN, ROOT, SEED, ansible_env, run_module
 
 pytestmark = pytest.mark.integration
 
@@ -23,20 +21,8 @@ ON, OFF = f"{CAMPAIGN}-s1-vm1", f"{CAMPAIGN}-s6-vm2"
 
 
 def ansible_inventory(config: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    bindir = Path(sys.executable).parent
-    exe = shutil.which("ansible-inventory", path=str(bindir)) or "ansible-inventory"
-    environ = {
-        k: v
-        for k, v in os.environ.items()
-        if k != "MIGLAB_CAMPAIGN" and not k.startswith(("VMWARE_", "ANSIBLE_"))
-    }
-    environ.update(
-        ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
-        ANSIBLE_NOCOLOR="1",
-        ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED="true",
-        PATH=f"{bindir}:{os.environ.get('PATH', '')}",
-    )
-    environ.update(env or {})
+    exe = shutil.which("ansible-inventory", path=str(BIN)) or "ansible-inventory"
+    environ = ansible_env({"ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED": "true", **(env or {})})
     return subprocess.run(
         [exe, "-i", str(config), "--list"],
         cwd=ROOT,

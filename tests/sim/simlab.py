@@ -355,15 +355,16 @@ def _daemon_alive() -> bool:
 
 def _containers(kind: str | None = None) -> dict[str, str]:
     """Container name -> state (running, exited, ...) of the lab's containers."""
-    label = f"{LABEL}={kind}" if kind else LABEL
-    res = _run(
-        ["podman", "ps", "-a", "--filter", f"label={label}", "--format", "json"], check=False
-    )
-    try:
-        rows = json.loads(res.stdout or "[]")
-    except json.JSONDecodeError:
-        return {}
-    return {(r.get("Names") or ["?"])[0]: str(r.get("State", "")) for r in rows}
+    return _daemon_module().podman_containers(f"{LABEL}={kind}" if kind else LABEL)
+
+
+def _daemon_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("miglab_vcsim_daemon", DAEMON)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 # --- commands ----------------------------------------------------------------------------------

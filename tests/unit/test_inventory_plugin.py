@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from testlib import ROOT, SEED
+from testlib import BIN, ROOT, SEED, ansible_env
 
 SIM_HOSTS = ROOT / "inventories" / "sim" / "hosts.yml"
 CAMPAIGN = "r750xa-a100-80gb-mig"
@@ -30,21 +30,9 @@ FAIL_ON_BAD_SOURCE = {"ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED": "true"}
 
 
 def ansible(tool: str, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    bindir = Path(sys.executable).parent
-    exe = shutil.which(tool, path=str(bindir)) or tool
-    environ = {
-        k: v
-        for k, v in os.environ.items()
-        if k != "MIGLAB_CAMPAIGN" and not k.startswith(("VMWARE_", "ANSIBLE_"))
-    }
-    environ.update(
-        ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
-        ANSIBLE_NOCOLOR="1",
-        PATH=f"{bindir}:{os.environ.get('PATH', '')}",
-    )
-    environ.update(env or {})
+    exe = shutil.which(tool, path=str(BIN)) or tool
     return subprocess.run(
-        [exe, *args], cwd=ROOT, env=environ, capture_output=True, text=True, timeout=120
+        [exe, *args], cwd=ROOT, env=ansible_env(env), capture_output=True, text=True, timeout=120
     )
 
 

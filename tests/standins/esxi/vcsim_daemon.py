@@ -288,23 +288,28 @@ class GuestKeeper:
 
     def _write_state(self) -> None:
         with self._lock:
-            res = subprocess.run(
-                ["podman", "ps", "-a", "--filter", f"label={self.LABEL}", "--format", "json"],
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-            try:
-                rows = json.loads(res.stdout or "[]")
-            except json.JSONDecodeError:
-                rows = []
-            guests = {(r.get("Names") or ["?"])[0]: str(r.get("State", "")) for r in rows}
+            guests = podman_containers(self.LABEL)
             tmp = self.out / "guests.json.tmp"
             tmp.write_text(json.dumps(guests, indent=2, sort_keys=True) + "\n")
             tmp.replace(self.out / "guests.json")
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def podman_containers(label: str) -> dict[str, str]:
+    """Name -> state (running, exited, ...) of the containers with this label."""
+    res = subprocess.run(
+        ["podman", "ps", "-a", "--filter", f"label={label}", "--format", "json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    try:
+        rows = json.loads(res.stdout or "[]")
+    except json.JSONDecodeError:
+        return {}
+    return {(r.get("Names") or ["?"])[0]: str(r.get("State", "")) for r in rows}
 
 
 def _podman(*args: str) -> None:
