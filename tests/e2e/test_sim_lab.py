@@ -133,6 +133,37 @@ def test_resume_redoes_nothing_and_a_plain_rerun_is_refused(first_run, results):
     assert {p: p.stat().st_mtime for p in results.rglob("mlperf_log_detail.txt")} == before
 
 
+def test_an_invalid_run_fails_the_campaign_and_resume_redoes_only_it(first_run, results, tmp_path):
+    """Fault: LoadGen calls a run INVALID (here: an Offline query far too small for the minimum
+    duration). The campaign fails, naming it; what was collected before stays intact (checksums);
+    `miglab run --resume` redoes only the missing run."""
+    again = tmp_path / "results"
+    shutil.copytree(results, again)
+    shutil.rmtree(again / "sim-small" / "s6")  # wave 2 has to run again
+    s1_logs = {p: p.read_bytes() for p in (again / "sim-small" / "s1").rglob("*") if p.is_file()}
+    small_query = json.dumps(
+        {"mlperf_extra_args": ["--threads", "1", "--auto-target-factor", "0.05"]}
+    )
+    res = _run(
+        [str(BIN / "ansible-playbook"), "site.yml", "-e", f"miglab_results_dir={again}",
+         "-e", small_query],
+        MIGLAB_CAMPAIGN=str(CAMPAIGN),
+    )  # fmt: skip
+    assert res.returncode != 0
+    assert "the campaign is not complete: s6 resnet50" in res.stdout
+    assert "INVALID" in res.stdout
+    assert "Traceback" not in res.stdout + res.stderr
+    report = (again / "sim-small" / "report" / "report.md").read_text()
+    assert "LoadGen says INVALID" in report
+    verify = _run([str(BIN / "miglab"), "results", "verify", str(again / "sim-small" / "s1")])
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    assert {p: p.read_bytes() for p in s1_logs} == s1_logs
+    res = _run([str(BIN / "miglab"), "run", str(CAMPAIGN), "--results-dir", str(again), "--resume"])
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-4000:]
+    assert {p: p.read_bytes() for p in s1_logs} == s1_logs
+    assert _run([str(BIN / "miglab"), "results", "verify", str(again)]).returncode == 0
+
+
 def test_teardown_removes_the_vms_and_their_guests(first_run):
     res = _run(
         [str(BIN / "ansible-playbook"), "playbooks/teardown.yml"], MIGLAB_CAMPAIGN=str(CAMPAIGN)
