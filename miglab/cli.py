@@ -123,6 +123,8 @@ def cmd_run(args) -> int:
     print(f"artifacts: {result.artifacts}")
     for failure in p.failures:
         print(f"failed: {failure}", file=sys.stderr)
+    if result.rc != 0 and not args.check and _has_runs(campaign_results):
+        _report_failed_run(campaign, campaign_results, p.failures or [f"ansible rc {result.rc}"])
     report = campaign_results / "report" / "report.md"
     if report.is_file():
         print(f"report: {report}")
@@ -131,6 +133,22 @@ def cmd_run(args) -> int:
         return EXIT_OK
     print(f"run {result.status} (ansible rc {result.rc})", file=sys.stderr)
     return EXIT_FAIL
+
+
+def _report_failed_run(campaign, folder: Path, failures: list[str]) -> None:
+    """A run that stopped half way (before its report phase): the report of what was collected,
+    headed by what went wrong -- the collected results stay as they are."""
+    from miglab.mlperf.aggregate import aggregate_results, campaign_context
+    from miglab.mlperf.report import write_report
+
+    try:
+        ctx = campaign_context(campaign.file)
+        agg = aggregate_results(
+            folder, baseline=ctx.get("baseline"), plan=ctx.get("plan"), runs=ctx.get("runs")
+        )
+        write_report(agg, folder / "report", failures=failures)
+    except Exception as exc:  # noqa: BLE001 - the run's own failure is what matters here
+        print(f"warning: no report of the failed run: {exc}", file=sys.stderr)
 
 
 def _rounds(campaign, lab) -> int:

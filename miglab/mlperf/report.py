@@ -263,14 +263,17 @@ def _chart(groups: list[Group], title: str, flags: list[str]) -> bytes | None:
     return buf.getvalue()
 
 
-def write_report(aggregate: Aggregate, out_dir: str | Path) -> ReportFiles:
+def write_report(
+    aggregate: Aggregate, out_dir: str | Path, failures: list[str] | None = None
+) -> ReportFiles:
     """Write report.md, report.html, results.csv, results.json and one PNG chart per benchmark
     and MLPerf scenario into ``out_dir`` (created); return the paths by name, and which files
-    changed. Each file is replaced atomically, and only when its content changes."""
+    changed. Each file is replaced atomically, and only when its content changes. ``failures``
+    (what went wrong in the run that collected these results) head the report as banners."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = ReportFiles()
-    banners = _banners(aggregate)
+    banners = [f"THE CAMPAIGN RUN FAILED: {f}" for f in failures or []] + _banners(aggregate)
     flags = []
     if any(g.simulated for g in aggregate.groups):
         flags.append("SIMULATED")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from testlib import BIN, ROOT, ansible_env
+from testlib import BIN, ROOT, ansible_env, run_module
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sim]
 
@@ -161,6 +161,57 @@ def test_an_invalid_run_fails_the_campaign_and_resume_redoes_only_it(first_run, 
     res = _run([str(BIN / "miglab"), "run", str(CAMPAIGN), "--results-dir", str(again), "--resume"])
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-4000:]
     assert {p: p.read_bytes() for p in s1_logs} == s1_logs
+    assert _run([str(BIN / "miglab"), "results", "verify", str(again)]).returncode == 0
+
+
+def _blockers(state: str) -> dict:
+    """Four VMs of someone else, each with a full-GPU vGPU: they take every GPU of the host."""
+    conn = json.loads((ROOT / ".cache" / "sim" / "vcsim.json").read_text())
+    vms = [
+        {"name": f"e2e-blocker-{i}", "host": "esxi-01.sim.miglab.test", "vcpus": 2,
+         "memory_gb": 4, "vgpus": ["grid_a100d-7-80c"]}
+        for i in range(4)
+    ]  # fmt: skip
+    args = {**conn, "datastore": "datastore1", "network": "VM Network", "vms": vms}
+    if state == "absent":
+        args["state"] = "absent"
+    else:
+        args["power_state"] = "poweredon"
+    return run_module("vgpu_vm", args)
+
+
+def test_a_refused_power_on_fails_the_run_names_it_and_resume_finishes(
+    first_run, results, tmp_path
+):
+    """Fault: vCenter refuses to power a wave's VMs on (no GPU has room: other VMs hold them).
+    The run stops with a non-zero exit code, names the failure in its output and in the report
+    of what was collected; the collected results stay intact; once the GPUs are free,
+    `miglab run --resume` finishes only the missing work."""
+    again = tmp_path / "results"
+    shutil.copytree(results, again)
+    shutil.rmtree(again / "sim-small" / "s6")
+    s1_logs = {p: p.read_bytes() for p in (again / "sim-small" / "s1").rglob("*") if p.is_file()}
+    blocked = _blockers("poweredon")
+    assert not blocked["failed"], blocked.get("msg")
+    try:
+        res = _run(
+            [str(BIN / "miglab"), "run", str(CAMPAIGN), "--results-dir", str(again), "--resume"]
+        )
+        assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-3000:]
+        assert "no GPU of host esxi-01.sim.miglab.test can take vGPU" in res.stderr
+        assert "Traceback" not in res.stdout + res.stderr
+        report = (again / "sim-small" / "report" / "report.md").read_text()
+        assert "THE CAMPAIGN RUN FAILED" in report and "can take vGPU" in report
+        assert {p: p.read_bytes() for p in s1_logs} == s1_logs
+    finally:
+        freed = _blockers("absent")
+    assert not freed["failed"], freed.get("msg")
+    res = _run([str(BIN / "miglab"), "run", str(CAMPAIGN), "--results-dir", str(again), "--resume"])
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-4000:]
+    assert {p: p.read_bytes() for p in s1_logs} == s1_logs
+    assert (
+        "THE CAMPAIGN RUN FAILED" not in (again / "sim-small" / "report" / "report.md").read_text()
+    )
     assert _run([str(BIN / "miglab"), "results", "verify", str(again)]).returncode == 0
 
 

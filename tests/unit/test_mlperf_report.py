@@ -214,3 +214,13 @@ def test_format_value():
     assert format_value(8475.47) == "8,475.47"
     assert format_value(12981655, "ns") == "12.982 ms"
     assert format_value(None) == "-"
+
+
+def test_a_failed_run_heads_the_report(tree, tmp_path):
+    agg = aggregate_results(tree, baseline="s1", runs=3)
+    failure = "r750xa-a100-80gb-mig-s6-vm1: Power the wave's VMs on: cannot power on"
+    written = write_report(agg, tmp_path / "report", failures=[failure])
+    md = written["report.md"].read_text()
+    assert f"THE CAMPAIGN RUN FAILED: {failure}" in md.split("## ")[0]
+    assert "THE CAMPAIGN RUN FAILED" in written["report.html"].read_text()
+    assert json.loads(written["results.json"].read_text())["banners"][0].endswith(failure)
