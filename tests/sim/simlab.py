@@ -195,7 +195,7 @@ def build_golden(env: dict[str, str], *, force: bool = False) -> str:
             GOLDEN_BUILDER,
             "--label",
             f"{LABEL}=golden",
-            *GUEST_RUN_OPTIONS,
+            *_daemon_module().GUEST_RUN_OPTIONS,
             GUEST_BASE_IMAGE,
             "/sbin/init",
         ]
@@ -251,20 +251,6 @@ def build_golden(env: dict[str, str], *, force: bool = False) -> str:
     stamp.write_text(f"{recipe} {image_id.strip()}\n")
     log(f"golden guest image built in {time.monotonic() - started:.0f} s")
     return GOLDEN_IMAGE
-
-
-# Options every simulated VM's container runs with: systemd as PID 1; Docker works inside
-# (privileged, private cgroup namespace, /var/lib/docker on tmpfs) as in guest_base's scenario.
-GUEST_RUN_OPTIONS = (
-    "--systemd=always",
-    "--privileged",
-    "--cgroupns=private",
-    "--tmpfs=/var/lib/docker:rw,exec,size=4g",
-    "--ulimit",
-    "nofile=20000:20000",
-    "--ulimit",
-    "nproc=4096:4096",
-)
 
 
 def _ansible_playbook(args: list[str], *, log_name: str) -> int:

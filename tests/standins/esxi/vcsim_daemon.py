@@ -176,6 +176,20 @@ def run(args) -> int:
     return 0
 
 
+# Options every simulated VM's container runs with: systemd as PID 1; Docker works inside
+# (privileged, private cgroup namespace, /var/lib/docker on tmpfs) as in guest_base's scenario.
+GUEST_RUN_OPTIONS = (
+    "--systemd=always",
+    "--privileged",
+    "--cgroupns=private",
+    "--tmpfs=/var/lib/docker:rw,exec,size=4g",
+    "--ulimit",
+    "nofile=20000:20000",
+    "--ulimit",
+    "nproc=4096:4096",
+)
+
+
 class GuestKeeper:
     """One guest container per powered-on VM of the simulator (the simulated lab's guests).
 
@@ -263,14 +277,7 @@ class GuestKeeper:
             name,
             "--label",
             self.LABEL,
-            "--systemd=always",
-            "--privileged",
-            "--cgroupns=private",
-            "--tmpfs=/var/lib/docker:rw,exec,size=4g",
-            "--ulimit",
-            "nofile=20000:20000",
-            "--ulimit",
-            "nproc=4096:4096",
+            *GUEST_RUN_OPTIONS,
             self.image,
             "/sbin/init",
         )
