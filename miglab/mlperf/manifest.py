@@ -16,9 +16,11 @@ changed or lost file is found.
   ``roles/mlperf/tasks/fetch.yml``).
 * :func:`replace_dir`: swap a new run folder in for an old one with renames (the controller's
   fetch): at every moment the old folder or the new one is complete on disk.
+* :func:`install_fetched`: a run the guest packed, unpacked into a staging folder, checked, then
+  swapped in with :func:`replace_dir` (the mlperf role's fetch, in one call per run and VM).
 
-``python -m miglab.mlperf.manifest write DIR...`` / ``verify DIR`` / ``replace NEW DEST`` run them
-from the command line (the mlperf role's fetch uses ``write`` and ``replace`` on the controller).
+``python -m miglab.mlperf.manifest write DIR...`` / ``verify DIR`` / ``replace NEW DEST ASIDE`` /
+``install TARBALL DEST`` run them from the command line.
 """
 
 from __future__ import annotations
@@ -91,7 +93,7 @@ def is_temp_file(name: str) -> bool:
     return name.startswith(".") and name.endswith(TMP_SUFFIX)
 
 
-def _atomic(path: str | Path, fill) -> Path:
+def atomic_write_with(path: str | Path, fill) -> Path:
     """Create a temp file beside ``path``, ``fill(fileobj)``, fsync, rename over ``path``."""
     path = Path(path)
     folder = path.parent
@@ -118,7 +120,7 @@ def _atomic(path: str | Path, fill) -> Path:
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically (temp file in the same folder, fsync, rename)."""
-    return _atomic(path, lambda f: f.write(data))
+    return atomic_write_with(path, lambda f: f.write(data))
 
 
 def atomic_write_text(path: str | Path, text: str, encoding: str = "utf-8") -> Path:
@@ -134,7 +136,7 @@ def atomic_copy(src: str | Path, dst: str | Path) -> Path:
         with src.open("rb") as s:
             shutil.copyfileobj(s, f, _CHUNK)
 
-    _atomic(dst, fill)
+    atomic_write_with(dst, fill)
     shutil.copystat(src, dst)
     return Path(dst)
 
@@ -417,11 +419,62 @@ def replace_dir(new: str | Path, dest: str | Path, aside: str | Path) -> None:
             aside.unlink()
 
 
+class FetchRefused(Exception):
+    """A fetched run that cannot go into the results tree; the tree is left as it was."""
+
+
+def install_fetched(tarball: str | Path, dest: str | Path) -> dict:
+    """Put the run folder packed in ``tarball`` (``run_<n>/...``, as the guest packed it) at
+    ``dest`` without ever losing a collected result: unpack into a staging folder beside
+    ``dest`` (``run_<n>.fetch-<UTC time>``), check it against its manifest (write one when the
+    guest wrote none), then :func:`replace_dir`; the staging folder is removed at the end. A run
+    that does not match its manifest raises :class:`FetchRefused`; ``dest`` stays as it was and
+    the staging folder is kept for a look (``miglab results verify`` lists it)."""
+    import tarfile
+    from datetime import UTC, datetime
+
+    dest = Path(dest)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+    stage = dest.with_name(f"{dest.name}.fetch-{stamp}")
+    stage.mkdir(parents=True)
+    with tarfile.open(tarball, "r:gz") as tar:
+        members = tar.getmembers()
+        names = {m.name.split("/", 1)[0] for m in members}
+        if names != {dest.name}:
+            raise FetchRefused(f"{tarball}: holds {sorted(names)}, not only {dest.name}/")
+        odd = [
+            m.name for m in members if not (m.isfile() or m.isdir()) or ".." in m.name.split("/")
+        ]
+        if odd:  # only plain files and folders inside run_<n>/ (Python < 3.11.4 has no filter)
+            raise FetchRefused(f"{tarball}: unexpected members {odd[:5]}")
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(stage, filter="data")
+        else:
+            tar.extractall(stage)
+    staged = stage / dest.name
+    issues = verify_run(staged)
+    problems = [str(i) for i in issues if i.kind != "no-manifest"]
+    if problems:
+        raise FetchRefused(
+            f"{len(problems)} problem(s) in {staged}: {'; '.join(problems)} -- {dest} is left "
+            f"as it was; the fetched run stays in {stage}"
+        )
+    wrote_manifest = len(issues) > 0
+    if wrote_manifest:
+        write_manifest(staged)
+    replace_dir(staged, dest, stage / "replaced")
+    shutil.rmtree(stage)
+    return {"dest": str(dest), "wrote_manifest": wrote_manifest}
+
+
 # --- command line --------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
     """``write DIR...`` (exit 0), ``verify DIR`` (0 ok, 1 problems, 2 no folder),
-    ``replace NEW DEST ASIDE`` (0 done, 2 refused)."""
+    ``replace NEW DEST ASIDE`` (0 done, 2 refused), ``install TARBALL DEST`` (0 done, 1 the
+    fetched run does not match its manifest, 2 cannot)."""
     import argparse
+    import json
+    import tarfile
 
     from miglab.errors import ValidationError
 
@@ -435,8 +488,18 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("new", metavar="NEW")
     r.add_argument("dest", metavar="DEST")
     r.add_argument("aside", metavar="ASIDE")
+    i = sub.add_parser("install", help="unpack a fetched run, check it, swap it in at DEST")
+    i.add_argument("tarball", metavar="TARBALL")
+    i.add_argument("dest", metavar="DEST")
     a = p.parse_args(argv)
     try:
+        if a.cmd == "install":
+            try:
+                print(json.dumps(install_fetched(a.tarball, a.dest)))
+            except FetchRefused as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return 1
+            return 0
         if a.cmd == "write":
             for d in a.dirs:
                 print(f"wrote {write_manifest(d)}")
@@ -450,7 +513,7 @@ def main(argv: list[str] | None = None) -> int:
         for problem in exc.problems:
             print(f"error: {problem}", file=sys.stderr)
         return 2
-    except OSError as exc:
+    except (OSError, tarfile.TarError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     for issue in report.issues:

@@ -19,12 +19,12 @@ Progress goes to stderr; the last line on stdout is the result.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from datetime import datetime
 from pathlib import Path
 
+from miglab.mlperf import barrier as barrier_lib
 from miglab.mlperf.backends import BACKENDS, BackendError, get_backend
 from miglab.mlperf.backends.base import MODES, SCENARIOS, progress
 
@@ -109,7 +109,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--barrier-dir",
         help="a two-phase start barrier with the controller: once the SUT is ready, write "
         "DIR/state ('ready'; 'failed: ...' on an error), then wait for DIR/go, which holds the "
-        "start moment (epoch seconds) the controller picked once every VM was ready",
+        "start moment (epoch seconds) the controller picked once every VM was ready; at the end "
+        "DIR/state says 'done <exit status>' (see miglab.mlperf.barrier)",
+    )
+    g.add_argument(
+        "--pack",
+        metavar="TARBALL",
+        help="once the run has ended, pack its folder into this .tar.gz (written atomically), "
+        "for the controller to fetch",
     )
     g.add_argument(
         "--barrier-timeout",
@@ -209,28 +216,27 @@ def wait_for(start_at: float) -> dict:
     }
 
 
-def _barrier_state(folder: Path, text: str) -> None:
-    tmp = folder / "state.tmp"
-    tmp.write_text(text + "\n", encoding="utf-8")
-    os.replace(tmp, folder / "state")
-
-
 def await_go(folder: Path, timeout: float) -> float:
     """Say ready in ``folder``, then wait for the controller's go file; its start moment."""
-    _barrier_state(folder, "ready")
     progress(f"ready; waiting for the start moment ({folder / 'go'})")
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            text = (folder / "go").read_text(encoding="utf-8").strip()
-        except FileNotFoundError:
-            time.sleep(0.05)
-            continue
-        try:
-            return float(text)
-        except ValueError:
-            time.sleep(0.05)  # being written
-    raise BackendError(f"no start moment from the controller in {timeout:.0f} s ({folder / 'go'})")
+    try:
+        return barrier_lib.await_go(folder, timeout)
+    except barrier_lib.BarrierTimeout as exc:
+        raise BackendError(str(exc)) from None
+
+
+def pack(run_dir: Path, tarball: str | Path) -> Path:
+    """``run_dir`` as ``tarball`` (``run_<n>/...``), written atomically."""
+    import tarfile
+
+    from miglab.mlperf.manifest import atomic_write_with
+
+    def fill(f):
+        with tarfile.open(fileobj=f, mode="w:gz") as tar:
+            tar.add(run_dir, arcname=run_dir.name)
+
+    Path(tarball).parent.mkdir(parents=True, exist_ok=True)
+    return atomic_write_with(tarball, fill)
 
 
 def main(argv=None) -> int:
@@ -242,6 +248,8 @@ def main(argv=None) -> int:
     try:
         if barrier is not None:
             barrier.mkdir(parents=True, exist_ok=True)
+            barrier_lib.write_pid(barrier)
+            barrier_lib.clean_ended(barrier.parent, keep=barrier)
         settings = settings_from_args(a)
         backend = get_backend(a.backend)
         backend.prepare(settings)
@@ -254,11 +262,11 @@ def main(argv=None) -> int:
     except BackendError as exc:
         print(f"error: {exc}", file=sys.stderr)
         if barrier is not None:
-            _barrier_state(barrier, f"failed: {' '.join(str(exc).split())}")
+            barrier_lib.write_state(barrier, f"failed: {' '.join(str(exc).split())}")
         return EXIT_ERROR
     except BaseException as exc:  # the controller must not wait for a dead SUT
         if barrier is not None and barrier.is_dir():
-            _barrier_state(barrier, f"failed: {type(exc).__name__}: {exc}")
+            barrier_lib.write_state(barrier, f"failed: {type(exc).__name__}: {exc}")
         raise
     finally:
         if backend is not None:
@@ -282,11 +290,22 @@ def main(argv=None) -> int:
     if a.scenario == "Server" and res.get("p99_latency_ms") is not None:
         line += f" p99 {res['p99_latency_ms']:.2f} ms"
     print(f"{line} -> {run_dir}")
-    if res.get("valid"):
-        return EXIT_OK
-    reasons = res.get("reasons") or ["LoadGen did not say VALID"]
-    print(f"not valid: {'; '.join(str(r) for r in reasons)}", file=sys.stderr)
-    return EXIT_INVALID
+    rc = EXIT_OK
+    if not res.get("valid"):
+        reasons = res.get("reasons") or ["LoadGen did not say VALID"]
+        print(f"not valid: {'; '.join(str(r) for r in reasons)}", file=sys.stderr)
+        rc = EXIT_INVALID
+    try:
+        if a.pack:
+            pack(run_dir, a.pack)
+    except OSError as exc:
+        print(f"error: cannot pack {run_dir} into {a.pack}: {exc}", file=sys.stderr)
+        if barrier is not None:
+            barrier_lib.write_state(barrier, f"failed: cannot pack the run's logs: {exc}")
+        return EXIT_ERROR
+    if barrier is not None:
+        barrier_lib.write_state(barrier, f"done {rc}")
+    return rc
 
 
 if __name__ == "__main__":

@@ -50,6 +50,7 @@ RUN_OPTIONS = {
     "start_at": "--start-at",
     "barrier_dir": "--barrier-dir",
     "barrier_timeout": "--barrier-timeout",
+    "pack": "--pack",
     "vm": "--vm",
     "lab_scenario": "--lab-scenario",
     "profile": "--profile",

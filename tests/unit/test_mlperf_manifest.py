@@ -298,3 +298,31 @@ def test_cli_verify_ok_problems_and_missing(tree):
 
     out = run_cli("results", "verify", root / "nope")
     assert out.returncode == 2 and "no such directory" in out.stderr
+
+
+def test_install_fetched_swaps_a_packed_run_in_and_refuses_a_bad_one(tmp_path):
+    """The controller's side of the fetch in one call: unpack into a staging folder, check the
+    manifest, swap in; a run whose files do not match leaves the old folder as it was."""
+    from miglab.mlperf.manifest import FetchRefused, install_fetched
+    from miglab.mlperf.run import pack
+
+    guest = tmp_path / "guest" / "run_2"
+    guest.mkdir(parents=True)
+    (guest / "mlperf_log_detail.txt").write_text("new\n")
+    write_manifest(guest)
+    dest = tmp_path / "results" / "vm1" / "resnet50" / "Offline" / "performance" / "run_2"
+    dest.mkdir(parents=True)
+    (dest / "old.txt").write_text("old\n")
+    write_manifest(dest)
+    tarball = pack(guest, tmp_path / "cache" / "run.tar.gz")
+    assert install_fetched(tarball, dest) == {"dest": str(dest), "wrote_manifest": False}
+    assert sorted(p.name for p in dest.iterdir()) == [MANIFEST, "mlperf_log_detail.txt"]
+    assert verify_tree(tmp_path / "results").ok
+    (guest / "mlperf_log_detail.txt").write_text("changed after the manifest\n")
+    pack(guest, tarball)
+    with pytest.raises(FetchRefused, match="left as it was"):
+        install_fetched(tarball, dest)
+    assert (dest / "mlperf_log_detail.txt").read_text() == "new\n"
+    wrong = pack(guest, tmp_path / "cache" / "wrong.tar.gz")
+    with pytest.raises(FetchRefused, match="not only run_3"):
+        install_fetched(wrong, dest.with_name("run_3"))
