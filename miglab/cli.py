@@ -105,34 +105,91 @@ def cmd_run(args) -> int:
                 "miglab_artifacts_dir": str(folder),
             }
             envvars = {"MIGLAB_CAMPAIGN": extravars["miglab_campaign"]}
-            result = _run_with_progress(
-                run_playbook,
-                args.playbook,
-                inventory,
-                extravars,
-                args.tags,
-                args.check,
-                folder,
-                envvars,
-                rounds_total=_rounds(campaign, lab),
-            )
+            with _StopOnSignal() as stop:
+                result = _run_with_progress(
+                    run_playbook,
+                    args.playbook,
+                    inventory,
+                    extravars,
+                    args.tags,
+                    args.check,
+                    folder,
+                    envvars,
+                    rounds_total=_rounds(campaign, lab),
+                    extra_args=args.extra_vars,
+                    cancel=stop.requested,
+                )
     except LabBusy as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BUSY
     p = result.progress
     print(f"artifacts: {result.artifacts}")
-    for failure in p.failures:
+    failures = list(p.failures)
+    if stop.signal is not None:
+        failures.insert(0, f"interrupted by {stop.name} during [{p.phase}] {p.play} / {p.task}")
+    for failure in failures:
         print(f"failed: {failure}", file=sys.stderr)
     if result.rc != 0 and not args.check and _has_runs(campaign_results):
-        _report_failed_run(campaign, campaign_results, p.failures or [f"ansible rc {result.rc}"])
+        _report_failed_run(campaign, campaign_results, failures or [f"ansible rc {result.rc}"])
     report = campaign_results / "report" / "report.md"
     if report.is_file():
         print(f"report: {report}")
     if result.rc == 0:
         print(f"done in {_duration(p.elapsed())}: ok {p.ok}, changed {p.changed}")
         return EXIT_OK
+    if stop.signal is not None:
+        print(
+            f"run interrupted by {stop.name}: `miglab run --resume` continues it", file=sys.stderr
+        )
+        return 128 + stop.signal
     print(f"run {result.status} (ansible rc {result.rc})", file=sys.stderr)
     return EXIT_FAIL
+
+
+class _StopOnSignal:
+    """Ctrl-C (SIGINT) or SIGTERM during a run: ask ansible-runner to stop the playbook (its
+    cancel callback), so that the results collected so far, the report of them and the lab lock
+    are dealt with as for a failed run; a second signal stops at once."""
+
+    SIGNALS = ("SIGINT", "SIGTERM")
+
+    def __init__(self) -> None:
+        self.signal: int | None = None
+        self._old: dict = {}
+
+    @property
+    def name(self) -> str:
+        import signal
+
+        return signal.Signals(self.signal).name if self.signal else ""
+
+    def requested(self) -> bool:
+        return self.signal is not None
+
+    def _handle(self, signum, frame) -> None:
+        if self.signal is not None:
+            raise KeyboardInterrupt
+        self.signal = signum
+        print(
+            f"\n{self.name}: stopping the playbook; what was collected stays "
+            "(again to stop at once)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    def __enter__(self):
+        import signal
+
+        for name in self.SIGNALS:
+            sig = getattr(signal, name)
+            self._old[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import signal
+
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
 
 
 def _report_failed_run(campaign, folder: Path, failures: list[str]) -> None:
@@ -170,13 +227,13 @@ def _duration(seconds: float) -> str:
 
 
 def _run_with_progress(run_playbook, playbook, inventory, extravars, tags, check, folder, envvars,
-                       rounds_total=0):  # fmt: skip
+                       rounds_total=0, extra_args=(), cancel=None):  # fmt: skip
     from rich.console import Console
     from rich.live import Live
 
     console = Console(stderr=True)
     kwargs = dict(tags=tags, check=check, private_dir=folder, envvars=envvars,
-                  rounds_total=rounds_total)  # fmt: skip
+                  rounds_total=rounds_total, extra_args=extra_args, cancel=cancel)  # fmt: skip
     if not console.is_terminal:  # a log: one line per play, per MLPerf round, per failure
         seen = [0]
 
@@ -184,7 +241,7 @@ def _run_with_progress(run_playbook, playbook, inventory, extravars, tags, check
             kind = event.get("event")
             if kind == "playbook_on_play_start":
                 print(f"[{progress.phase}] {progress.play}", file=sys.stderr, flush=True)
-            elif kind == "runner_on_failed" and progress.failures:
+            elif kind in ("runner_on_failed", "runner_on_unreachable") and progress.failures:
                 print(f"  failed: {progress.failures[-1]}", file=sys.stderr, flush=True)
             done = progress.rounds_done + progress.rounds_skipped
             if done != seen[0]:
@@ -489,6 +546,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--results-dir", metavar="DIR", help="the results tree (default <checkout>/results)"
     )
     p.add_argument("--check", action="store_true", help="check mode: change nothing")
+    p.add_argument(
+        "-e",
+        "--extra-vars",
+        action="append",
+        default=[],
+        metavar="VARS",
+        help="extra variables for the playbooks, as for ansible-playbook (key=value, YAML/JSON, "
+        "or @file); repeatable",
+    )
     p.add_argument("--playbook", default="site.yml", help=argparse.SUPPRESS)
     sim = sub.add_parser("sim", help="the built-in simulated lab: vCenter, ESXi hosts, guest VMs")
     ssub = sim.add_subparsers(dest="sim_command", required=True, metavar="SIM_COMMAND")

@@ -77,7 +77,7 @@ class Progress:
                     self.changed_by_play[self.play] = self.changed_by_play.get(self.play, 0) + 1
             elif kind == "runner_on_failed" and not data.get("ignore_errors"):
                 self.failed += 1
-                self.failures.append(f"{self.host}: {self.task}: {res.get('msg', '')}".strip())
+                self.failures.append(f"{self.host}: {self.task}: {_why(res)}".strip())
             elif kind == "runner_on_unreachable":
                 self.unreachable += 1
                 self.failures.append(f"{self.host}: unreachable: {res.get('msg', '')}")
@@ -120,6 +120,17 @@ class Progress:
         )
 
 
+def _why(res: dict) -> str:
+    """A failed task's message; a command's bare "non-zero return code" gets its last stderr
+    line (e.g. "No space left on device")."""
+    msg = str(res.get("msg", "") or "")
+    stderr = str(res.get("stderr", "") or "").strip()
+    if stderr and msg in ("", "non-zero return code"):
+        last = stderr.splitlines()[-1].strip()
+        msg = f"{msg}: {last}" if msg else last
+    return msg
+
+
 @dataclass
 class PlaybookRun:
     rc: int
@@ -146,7 +157,11 @@ def run_playbook(
     on_event=None,
     envvars: dict | None = None,
     rounds_total: int = 0,
+    extra_args: list[str] | tuple[str, ...] = (),
+    cancel=None,
 ) -> PlaybookRun:
+    """``extra_args``: ``-e`` values as ansible-playbook takes them; ``cancel``: a callable that
+    says when to stop the playbook (ansible-runner's cancel callback)."""
     import ansible_runner
 
     progress = Progress(rounds_total=rounds_total)
@@ -166,7 +181,12 @@ def run_playbook(
         "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
         **(envvars or {}),
     }
-    cmdline = "--check --diff" if check else None
+    import shlex
+
+    args = ["--check", "--diff"] if check else []
+    for value in extra_args:
+        args += ["-e", value]
+    cmdline = shlex.join(args) if args else None
     r = ansible_runner.run(
         private_data_dir=str(private_dir),
         project_dir=str(ROOT),
@@ -177,6 +197,7 @@ def run_playbook(
         cmdline=cmdline,
         envvars=envvars,
         event_handler=handler,
+        cancel_callback=cancel,
         quiet=True,
         ident="run",
     )

@@ -419,6 +419,25 @@ def replace_dir(new: str | Path, dest: str | Path, aside: str | Path) -> None:
             aside.unlink()
 
 
+def _unpack_run(tarball: str | Path, stage: Path, name: str) -> None:
+    import tarfile
+
+    with tarfile.open(tarball, "r:gz") as tar:
+        members = tar.getmembers()
+        names = {m.name.split("/", 1)[0] for m in members}
+        if names != {name}:
+            raise FetchRefused(f"{tarball}: holds {sorted(names)}, not only {name}/")
+        odd = [
+            m.name for m in members if not (m.isfile() or m.isdir()) or ".." in m.name.split("/")
+        ]
+        if odd:  # only plain files and folders inside run_<n>/ (Python < 3.11.4 has no filter)
+            raise FetchRefused(f"{tarball}: unexpected members {odd[:5]}")
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(stage, filter="data")
+        else:
+            tar.extractall(stage)
+
+
 class FetchRefused(Exception):
     """A fetched run that cannot go into the results tree; the tree is left as it was."""
 
@@ -429,41 +448,36 @@ def install_fetched(tarball: str | Path, dest: str | Path) -> dict:
     ``dest`` (``run_<n>.fetch-<UTC time>``), check it against its manifest (write one when the
     guest wrote none), then :func:`replace_dir`; the staging folder is removed at the end. A run
     that does not match its manifest raises :class:`FetchRefused`; ``dest`` stays as it was and
-    the staging folder is kept for a look (``miglab results verify`` lists it)."""
-    import tarfile
+    the staging folder is kept for a look (``miglab results verify`` lists it); on any other
+    error (a full disk) it is removed."""
     from datetime import UTC, datetime
 
     dest = Path(dest)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
     stage = dest.with_name(f"{dest.name}.fetch-{stamp}")
     stage.mkdir(parents=True)
-    with tarfile.open(tarball, "r:gz") as tar:
-        members = tar.getmembers()
-        names = {m.name.split("/", 1)[0] for m in members}
-        if names != {dest.name}:
-            raise FetchRefused(f"{tarball}: holds {sorted(names)}, not only {dest.name}/")
-        odd = [
-            m.name for m in members if not (m.isfile() or m.isdir()) or ".." in m.name.split("/")
-        ]
-        if odd:  # only plain files and folders inside run_<n>/ (Python < 3.11.4 has no filter)
-            raise FetchRefused(f"{tarball}: unexpected members {odd[:5]}")
-        if hasattr(tarfile, "data_filter"):
-            tar.extractall(stage, filter="data")
-        else:
-            tar.extractall(stage)
     staged = stage / dest.name
-    issues = verify_run(staged)
-    problems = [str(i) for i in issues if i.kind != "no-manifest"]
+    try:
+        _unpack_run(tarball, stage, dest.name)
+        issues = verify_run(staged)
+        problems = [str(i) for i in issues if i.kind != "no-manifest"]
+        wrote_manifest = not problems and len(issues) > 0
+        if wrote_manifest:
+            write_manifest(staged)
+    except BaseException:  # a full disk, a bad tarball: nothing of it stays, dest is untouched
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
     if problems:
         raise FetchRefused(
             f"{len(problems)} problem(s) in {staged}: {'; '.join(problems)} -- {dest} is left "
             f"as it was; the fetched run stays in {stage}"
         )
-    wrote_manifest = len(issues) > 0
-    if wrote_manifest:
-        write_manifest(staged)
     replace_dir(staged, dest, stage / "replaced")
     shutil.rmtree(stage)
+    # Staging folders an earlier fetch of this run left (interrupted, or refused): the run is
+    # collected now, so they are moot.
+    for old in dest.parent.glob(f"{dest.name}.fetch-*"):
+        shutil.rmtree(old, ignore_errors=True)
     return {"dest": str(dest), "wrote_manifest": wrote_manifest}
 
 

@@ -8,17 +8,19 @@ uses the checkout's simulated lab (.cache/sim) and stops it at the end.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from testlib import BIN, ROOT, ansible_env, run_module
+from testlib import BIN, ROOT, CountingProxy, ansible_env, run_module
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sim]
 
@@ -213,6 +215,176 @@ def test_a_refused_power_on_fails_the_run_names_it_and_resume_finishes(
         "THE CAMPAIGN RUN FAILED" not in (again / "sim-small" / "report" / "report.md").read_text()
     )
     assert _run([str(BIN / "miglab"), "results", "verify", str(again)]).returncode == 0
+
+
+# --- faults in the middle of a run ----------------------------------------------------------------
+# Each test starts from a copy of the first run's results without scenario s6 (wave 2): the run
+# redoes wave 2 and the fault hits it; s1's collected files must come out byte-identical.
+def _without_s6(results: Path, tmp_path: Path) -> tuple[Path, dict]:
+    again = tmp_path / "results"
+    if not again.exists():
+        shutil.copytree(results, again)
+    shutil.rmtree(again / "sim-small" / "s6")
+    s1 = {p: p.read_bytes() for p in (again / "sim-small" / "s1").rglob("*") if p.is_file()}
+    return again, s1
+
+
+def _start_run(again: Path, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [str(BIN / "miglab"), "run", str(CAMPAIGN), "--results-dir", str(again), "--resume",
+         *extra],
+        cwd=ROOT, env=ansible_env({}), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def _barriers(vm: str) -> dict[str, str]:
+    """The MLPerf start barriers in a guest: folder -> state ({} while the guest is down)."""
+    res = subprocess.run(
+        ["podman", "exec", vm, "sh", "-c",
+         "for d in /var/lib/miglab-mlperf/results/.barrier/*/; do "
+         "printf '%s %s\\n' \"$d\" \"$(cat \"$d/state\" 2>/dev/null)\"; done"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    return dict(line.split(" ", 1) for line in res.stdout.splitlines() if " " in line)
+
+
+def _wait_for_a_run(vm: str, proc: subprocess.Popen, before: dict, timeout: float = 600) -> None:
+    """Until an MLPerf run of this round has its SUT ready in ``vm`` (a new barrier: ready)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "the run ended before the fault: " + proc.stderr.read()
+        if any(st.strip() == "ready" for d, st in _barriers(vm).items() if d not in before):
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"no MLPerf run started in {vm} within {timeout:.0f} s")
+
+
+def _failed_run_kept_what_it_had(again: Path, s1: dict, out: str) -> None:
+    assert "Traceback" not in out
+    report = (again / "sim-small" / "report" / "report.md").read_text()
+    assert "THE CAMPAIGN RUN FAILED" in report
+    assert {p: p.read_bytes() for p in s1} == s1
+    verify = _run([str(BIN / "miglab"), "results", "verify", str(again / "sim-small" / "s1")])
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+
+
+def _resume_finishes(again: Path, s1: dict) -> None:
+    res = _run([str(BIN / "miglab"), "run", str(CAMPAIGN), "--results-dir", str(again), "--resume"])
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-4000:]
+    assert {p: p.read_bytes() for p in s1} == s1
+    report = (again / "sim-small" / "report" / "report.md").read_text()
+    assert "THE CAMPAIGN RUN FAILED" not in report
+    runs = list((again / "sim-small" / "s6").glob("*/resnet50/Offline/performance/run_1"))
+    assert len(runs) == 3
+    verify = _run([str(BIN / "miglab"), "results", "verify", str(again)])
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+
+
+def test_a_guest_killed_during_a_run_fails_it_and_resume_redoes_it(first_run, results, tmp_path):
+    """Fault: a VM dies in the middle of an MLPerf run (its container is killed; the simulator
+    powers the VM off, as vCenter shows a VM whose VMX died). The run fails naming the VM; the
+    report says so; s1 stays intact; --resume powers it on again and redoes the scenario's run."""
+    again, s1 = _without_s6(results, tmp_path)
+    vm = "sim-small-s6-vm2"
+    proc = _start_run(again)
+    try:
+        before = {}
+        _wait_for_a_run(vm, proc, before)
+        subprocess.run(["podman", "kill", vm], check=True, capture_output=True)
+        out, err = proc.communicate(timeout=900)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, out[-3000:] + err[-3000:]
+    assert f"failed: {vm}: unreachable" in err, err[-3000:]
+    _failed_run_kept_what_it_had(again, s1, out + err)
+    assert vm in (again / "sim-small" / "report" / "report.md").read_text()
+    _resume_finishes(again, s1)
+
+
+def test_vcenter_unreachable_mid_run_fails_it_and_resume_finishes(first_run, results, tmp_path):
+    """Fault: vCenter goes away while a wave runs (a proxy in front of the simulator is closed
+    once the runs have started). The runs in the guests still finish and are collected; the
+    wave's power-off fails with "cannot reach"; exit 1, the report names it; --resume (vCenter
+    back) finishes: the wave is complete, its VMs are powered off."""
+    again, s1 = _without_s6(results, tmp_path)
+    conn = json.loads((ROOT / ".cache" / "sim" / "vcsim.json").read_text())
+    proxy = CountingProxy(int(conn["port"]))
+    via_proxy = tmp_path / "vcenter-via-proxy.json"
+    via_proxy.write_text(json.dumps({"miglab_vcenter": {**conn, "port": proxy.port}}))
+    proc = _start_run(again, "-e", f"@{via_proxy}")
+    try:
+        _wait_for_a_run("sim-small-s6-vm1", proc, {})
+        proxy.close()
+        out, err = proc.communicate(timeout=900)
+    finally:
+        proxy.close()
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, out[-3000:] + err[-3000:]
+    assert f"cannot reach {conn['hostname']}:{proxy.port}" in err, err[-3000:]
+    assert conn["password"] not in out + err
+    _failed_run_kept_what_it_had(again, s1, out + err)
+    assert "cannot reach" in (again / "sim-small" / "report" / "report.md").read_text()
+    _resume_finishes(again, s1)
+    status = json.loads(_run([str(BIN / "miglab"), "sim", "status", "--json"]).stdout)
+    assert not [g for g, st in status["guests"].items() if g.startswith("sim-small-") and
+                st == "running"], status  # fmt: skip
+
+
+def test_a_full_results_disk_fails_the_run_and_resume_finishes(first_run, results, tmp_path):
+    """Fault: the controller's results disk is full (a small tmpfs, filled up). The fetched run
+    cannot be unpacked: the run fails naming "No space left on device", nothing half-written is
+    left, s1 intact; with space again, --resume finishes."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(disk)],
+                             capture_output=True, text=True, check=False)  # fmt: skip
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        shutil.copytree(results, disk / "results")
+        again, s1 = _without_s6(results, disk)
+        filler = disk / "filler"
+        with open(filler, "wb") as f, contextlib.suppress(OSError):
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        res = _run([str(BIN / "miglab"), "run", str(CAMPAIGN), "--results-dir", str(again),
+                    "--resume"])  # fmt: skip
+        assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-3000:]
+        assert "No space left on device" in res.stderr, res.stderr[-3000:]
+        assert "Traceback" not in res.stdout + res.stderr
+        assert {p: p.read_bytes() for p in s1} == s1
+        verify = _run([str(BIN / "miglab"), "results", "verify", str(again / "sim-small")])
+        assert "temp-file" not in verify.stdout and "staging" not in verify.stdout, verify.stdout
+        filler.unlink()
+        _resume_finishes(again, s1)
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def test_sigint_stops_the_run_keeps_the_results_and_resume_finishes(first_run, results, tmp_path):
+    """Fault: Ctrl-C (SIGINT) in the middle of a campaign. miglab stops the playbook, says so,
+    writes the report of what was collected (headed by the interruption), frees the lab lock and
+    exits 130; s1 intact; --resume finishes."""
+    again, s1 = _without_s6(results, tmp_path)
+    before = _barriers("sim-small-s6-vm1")
+    proc = _start_run(again)
+    try:
+        _wait_for_a_run("sim-small-s6-vm1", proc, before)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, out[-3000:] + err[-3000:]
+    assert "interrupted by SIGINT" in err and "--resume" in err
+    _failed_run_kept_what_it_had(again, s1, out + err)
+    assert "interrupted by SIGINT" in (again / "sim-small" / "report" / "report.md").read_text()
+    status = _run([str(BIN / "miglab"), "status"])
+    assert ": idle" in status.stdout, status.stdout
+    _resume_finishes(again, s1)
 
 
 def test_teardown_removes_the_vms_and_their_guests(first_run):

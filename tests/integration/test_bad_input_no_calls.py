@@ -29,68 +29,20 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-import socket
 import subprocess
 import sys
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from testlib import FIXTURES, ROOT, ansible_env
+from testlib import FIXTURES, ROOT, CountingProxy, ansible_env
 
 pytestmark = pytest.mark.integration
 
 CORPUS = FIXTURES / "bad-inputs"
 GOOD_CAMPAIGN = CORPUS / "good" / "campaign.yml"
 SIM_HOSTS = ROOT / "inventories" / "sim" / "hosts.yml"  # the simulator's default lab
-
-
-class CountingProxy:
-    """A TCP proxy on 127.0.0.1 in front of ``target_port``; ``count`` is the number of
-    connections it accepted."""
-
-    def __init__(self, target_port: int):
-        self.target_port = target_port
-        self.count = 0
-        self._lock = threading.Lock()
-        self._server = socket.create_server(("127.0.0.1", 0))
-        self.port = self._server.getsockname()[1]
-        self._open: list[socket.socket] = []
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                client, _ = self._server.accept()
-            except OSError:
-                return  # closed
-            with self._lock:
-                self.count += 1
-            try:
-                upstream = socket.create_connection(("127.0.0.1", self.target_port))
-            except OSError:
-                client.close()
-                continue
-            self._open += [client, upstream]
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pump(src: socket.socket, dst: socket.socket) -> None:
-        with contextlib.suppress(OSError):
-            while data := src.recv(65536):
-                dst.sendall(data)
-        with contextlib.suppress(OSError):
-            dst.shutdown(socket.SHUT_WR)
-
-    def close(self) -> None:
-        self._server.close()
-        for s in self._open:
-            with contextlib.suppress(OSError):
-                s.close()
 
 
 class SimulatorRecords:

@@ -323,6 +323,12 @@ def test_install_fetched_swaps_a_packed_run_in_and_refuses_a_bad_one(tmp_path):
     with pytest.raises(FetchRefused, match="left as it was"):
         install_fetched(tarball, dest)
     assert (dest / "mlperf_log_detail.txt").read_text() == "new\n"
+    assert len(list(dest.parent.glob("run_2.fetch-*"))) == 1  # kept for a look ...
+    (guest / "mlperf_log_detail.txt").write_text("newer\n")
+    write_manifest(guest)
+    install_fetched(pack(guest, tarball), dest)
+    assert list(dest.parent.glob("run_2.fetch-*")) == []  # ... until the run is collected
+    assert verify_tree(tmp_path / "results").ok
     wrong = pack(guest, tmp_path / "cache" / "wrong.tar.gz")
     with pytest.raises(FetchRefused, match="not only run_3"):
         install_fetched(wrong, dest.with_name("run_3"))

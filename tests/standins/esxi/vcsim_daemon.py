@@ -195,8 +195,9 @@ class GuestKeeper:
 
     ``poll()`` (at most every 0.5 s) reads every VM's power state in one property-collector call
     and hands the differences to a small thread pool: power on -> start (or first run) the VM's
-    container, power off -> stop it, VM gone -> remove it. A container that stopped by itself
-    (killed) is started again only on the VM's next power-on, as a crashed VM would need.
+    container, power off -> stop it, VM gone -> remove it. A container that stops by itself
+    (killed: the fault of a VM dying mid-benchmark) powers its VM off in the simulator, as vCenter
+    shows a VM whose VMX process died; the next power-on starts the container again.
     """
 
     LABEL = "miglab.sim=guest"
@@ -228,6 +229,8 @@ class GuestKeeper:
         self._busy: dict[str, object] = {}
         self._lock = threading.Lock()
         self._last = 0.0
+        self._last_crash_check = 0.0
+        self._refs: dict[str, object] = {}
         self._write_state()
 
     def poll(self) -> None:
@@ -238,6 +241,8 @@ class GuestKeeper:
         for obj in self._si.content.propertyCollector.RetrieveContents([self._spec]):
             props = {p.name: p.val for p in obj.propSet}
             states[props["name"]] = str(props.get("runtime.powerState", ""))
+            self._refs[props["name"]] = obj.obj
+        self._power_off_crashed(states)
         for name, state in states.items():
             if self._known.get(name) != state and self._idle(name):
                 self._known[name] = state
@@ -246,6 +251,24 @@ class GuestKeeper:
             if self._idle(name):
                 del self._known[name]
                 self._submit(name, self._remove)
+
+    def _power_off_crashed(self, states: dict[str, str]) -> None:
+        """A powered-on VM whose container has exited (killed): power the VM off (every 2 s)."""
+        if time.monotonic() - self._last_crash_check < 2.0:
+            return
+        self._last_crash_check = time.monotonic()
+        on = [n for n, st in states.items() if st == "poweredOn" and self._known.get(n) == st]
+        if not on:
+            return
+        containers = podman_containers(self.LABEL)
+        for name in on:
+            if self._idle(name) and containers.get(name, "running") not in ("running", "created"):
+                try:
+                    self._refs[name].PowerOffVM_Task()
+                    what = f"container {containers[name]}: VM powered off (it died)"
+                except Exception as exc:  # noqa: BLE001 - logged; retried on the next check
+                    what = f"container {containers[name]}: power-off failed: {exc}"
+                print(f"{time.strftime('%H:%M:%S')} guest {name}: {what}", flush=True)
 
     def _idle(self, name: str) -> bool:
         fut = self._busy.get(name)
