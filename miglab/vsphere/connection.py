@@ -75,6 +75,10 @@ def connect(spec: ConnectionSpec):
         raise VsphereError(
             f"cannot reach {spec.hostname}:{spec.port}: {getattr(exc, 'strerror', None) or exc}"
         ) from None
+    except vim.fault.HostConnectFault as exc:  # how SmartConnect wraps a socket error
+        raise VsphereError(
+            f"cannot reach {spec.hostname}:{spec.port}: {getattr(exc, 'msg', None) or exc}"
+        ) from None
     except vim.fault.VimFault as exc:
         raise VsphereError(
             f"vSphere refused the login for {spec.describe()}: {getattr(exc, 'msg', exc)}"
