@@ -387,11 +387,60 @@ def test_sigint_stops_the_run_keeps_the_results_and_resume_finishes(first_run, r
     _resume_finishes(again, s1)
 
 
-def test_teardown_removes_the_vms_and_their_guests(first_run):
+def test_a_host_that_does_not_come_back_from_its_reboot_stops_the_run(first_run, results, tmp_path):
+    """Fault: the ESXi host does not reconnect after the reboot its driver install needs (a fresh
+    simulated lab whose host never returns). The hosts phase stops with a clear timeout, says the
+    host stays in maintenance mode, exit 1, the report says so; the results are untouched. With
+    the host back (a lab without the fault), --resume finishes: nothing to redo."""
+    again = tmp_path / "results"
+    shutil.copytree(results, again)
+    files = {p: p.read_bytes() for p in again.rglob("*") if p.is_file() and "report" not in p.parts}
+    host = "esxi-01.sim.miglab.test"
+    _run([str(BIN / "miglab"), "sim", "down"], timeout=300)
+    try:
+        up = _run([str(BIN / "miglab"), "sim", "up"], timeout=1800,
+                  MIGLAB_SIM_FAULTS=json.dumps({host: {"reboot_never_returns": True}}))  # fmt: skip
+        assert up.returncode == 0, up.stdout + up.stderr
+        res = _run(
+            [str(BIN / "miglab"), "run", str(CAMPAIGN), "--results-dir", str(again), "--resume",
+             "-e", "esxi_vgpu_driver_reboot_timeout=15", "-e", "esxi_mig_reboot_timeout=15"],
+        )  # fmt: skip
+        assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-3000:]
+        out = res.stdout + res.stderr
+        assert f"{host}: did not reconnect within 15 s after reboot" in out, out[-3000:]
+        assert "Traceback" not in out
+        report = (again / "sim-small" / "report" / "report.md").read_text()
+        assert "THE CAMPAIGN RUN FAILED" in report and "did not reconnect" in report
+        assert {p: p.read_bytes() for p in files} == files
+    finally:
+        _run([str(BIN / "miglab"), "sim", "down"], timeout=300)
+        up = _run([str(BIN / "miglab"), "sim", "up"], timeout=1800)
+    assert up.returncode == 0, up.stdout + up.stderr
+    res = _run([str(BIN / "miglab"), "run", str(CAMPAIGN), "--results-dir", str(again), "--resume"])
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-4000:]
+    assert {p: p.read_bytes() for p in files} == files
+    assert (
+        "THE CAMPAIGN RUN FAILED" not in (again / "sim-small" / "report" / "report.md").read_text()
+    )
+
+
+def test_teardown_removes_the_vms_and_their_guests_and_turns_mig_off(first_run):
+    host = "esxi-01.sim.miglab.test"
+
+    def mig_modes() -> list[str]:
+        res = subprocess.run(
+            ["podman", "exec", host, "nvidia-smi", "--query-gpu=mig.mode.current",
+             "--format=csv,noheader"], capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        return res.stdout.split()
+
+    assert "Enabled" in mig_modes()  # the campaign's GPUs
     res = _run(
-        [str(BIN / "ansible-playbook"), "playbooks/teardown.yml"], MIGLAB_CAMPAIGN=str(CAMPAIGN)
+        [str(BIN / "ansible-playbook"), "playbooks/teardown.yml", "-e", "miglab_teardown_mig=true"],
+        MIGLAB_CAMPAIGN=str(CAMPAIGN),
     )
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    assert set(mig_modes()) == {"Disabled"}, mig_modes()
     # The simulator's guest keeper removes a deleted VM's container within a second or two.
     for _ in range(60):
         status = json.loads(_run([str(BIN / "miglab"), "sim", "status", "--json"]).stdout)

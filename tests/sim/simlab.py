@@ -22,6 +22,9 @@ What ``up`` starts for a lab inventory (default ``inventories/sim``: one R750xa-
 ``down`` stops the simulator and removes every container of the lab (vcsim keeps its state in
 memory: the VMs are gone with it). ``status`` prints what runs. Images, the simulator binary and
 the stand-ins are built once and stamped (``.cache``); ``up`` twice is a no-op.
+
+Faults for the tests: ``MIGLAB_SIM_FAULTS`` (JSON, host name -> lab-file keys of the simulator,
+e.g. ``{"esxi-01.sim.miglab.test": {"reboot_never_returns": true}}``) at ``up``.
 """
 
 from __future__ import annotations
@@ -381,6 +384,11 @@ def up(inventory: Path, *, rebuild_golden: bool = False) -> int:
             "0",
             "--guest-image",
             image,
+            *(
+                ["--extra", os.environ["MIGLAB_SIM_FAULTS"]]
+                if os.environ.get("MIGLAB_SIM_FAULTS")
+                else []
+            ),
         ],
         timeout=300,
     )
