@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -159,8 +160,6 @@ class _StopOnSignal:
 
     @property
     def name(self) -> str:
-        import signal
-
         return signal.Signals(self.signal).name if self.signal else ""
 
     def requested(self) -> bool:
@@ -178,16 +177,12 @@ class _StopOnSignal:
         )
 
     def __enter__(self):
-        import signal
-
         for name in self.SIGNALS:
             sig = getattr(signal, name)
             self._old[sig] = signal.signal(sig, self._handle)
         return self
 
     def __exit__(self, *exc) -> None:
-        import signal
-
         for sig, old in self._old.items():
             signal.signal(sig, old)
 

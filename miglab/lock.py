@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from miglab.process import pid_alive
+
 
 class LabBusy(RuntimeError):
     """Another run holds the lab; the message says who and since when."""
@@ -36,16 +38,6 @@ class LockInfo:
 def lock_path(lab_source: str, root: Path) -> Path:
     key = hashlib.sha256(str(Path(lab_source).resolve()).encode()).hexdigest()[:16]
     return root / f"lab-{key}.lock"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def read(path: Path) -> LockInfo | None:
@@ -84,7 +76,7 @@ class LabLock:
                 if holder is None:
                     continue  # released meanwhile
                 same_host = holder.host == socket.gethostname()
-                if same_host and (holder.pid < 0 or not _alive(holder.pid)):
+                if same_host and (holder.pid < 0 or not pid_alive(holder.pid)):
                     self.took_over = holder
                     self.path.unlink(missing_ok=True)  # stale: its process is gone
                     continue

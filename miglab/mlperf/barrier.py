@@ -22,6 +22,8 @@ import sys
 import time
 from pathlib import Path
 
+from miglab.process import pid_alive
+
 STATE, GO, PID = "state", "go", "pid"
 
 
@@ -89,21 +91,6 @@ def release(folder: str | Path, start_at: float) -> None:
     os.replace(tmp, folder / GO)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie has ended too (its parent, Ansible's async wrapper, has not reaped it yet).
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
-
-
 def _pid(folder: Path) -> int | None:
     try:
         return int((folder / PID).read_text().strip())
@@ -126,7 +113,7 @@ def wait_done(folder: str | Path, timeout: float, poll: float = 0.2) -> dict:
         if state.startswith("failed"):
             return {"state": "failed", "rc": None, "line": state}
         pid = _pid(folder)
-        if pid is not None and not _alive(pid):
+        if pid is not None and not pid_alive(pid):
             # The state may have been written just before the process ended: look once more.
             gone_since = gone_since or time.monotonic()
             if time.monotonic() - gone_since > 1.0:
