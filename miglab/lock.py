@@ -7,11 +7,13 @@ over; a lock held from another host is never broken automatically.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import socket
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,7 +60,13 @@ def read(path: Path) -> LockInfo | None:
 
 
 class LabLock:
-    """``with LabLock(path, lab, command):`` -- raises LabBusy when the lab is in use."""
+    """``with LabLock(path, lab, command):`` -- raises LabBusy when the lab is in use.
+
+    Taking and releasing happen under an ``flock`` on a sibling guard file, so the check of a
+    holder and the take-over of a stale lock are one step: two runs that find the same dead
+    holder cannot both take over, and a lock being written is never read half-written. The lock
+    file itself appears whole (written beside it, then hard-linked into place, which fails when
+    one exists)."""
 
     def __init__(self, path: Path, lab: str, command: str):
         self.path = path
@@ -66,15 +74,44 @@ class LabLock:
         self.command = command
         self.took_over: LockInfo | None = None
 
-    def __enter__(self) -> LabLock:
+    @contextmanager
+    def _guarded(self):
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        for _ in range(3):
+        guard = self.path.with_name(self.path.name + ".guard")
+        with open(guard, "a") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
             try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def _create(self) -> bool:
+        """The lock file, whole, or False when one exists."""
+        info = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started": time.time(),
+            "command": self.command,
+            "lab": self.lab,
+        }
+        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(info))
+        try:
+            os.link(tmp, self.path)
+            return True
+        except FileExistsError:
+            return False
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def __enter__(self) -> LabLock:
+        with self._guarded():
+            for _ in range(3):
+                if self._create():
+                    return self
                 holder = read(self.path)
                 if holder is None:
-                    continue  # released meanwhile
+                    continue  # released meanwhile (by a holder outside the guard)
                 same_host = holder.host == socket.gethostname()
                 if same_host and (holder.pid < 0 or not pid_alive(holder.pid)):
                     self.took_over = holder
@@ -83,21 +120,10 @@ class LabLock:
                 raise LabBusy(
                     f"lab {self.lab} is in use by {holder.describe()}; lock file {self.path}"
                 ) from None
-            with os.fdopen(fd, "w") as fh:
-                json.dump(
-                    {
-                        "pid": os.getpid(),
-                        "host": socket.gethostname(),
-                        "started": time.time(),
-                        "command": self.command,
-                        "lab": self.lab,
-                    },
-                    fh,
-                )
-            return self
         raise LabBusy(f"could not take the lock {self.path}")
 
     def __exit__(self, *exc) -> None:
-        holder = read(self.path)
-        if holder and holder.pid == os.getpid():
-            self.path.unlink(missing_ok=True)
+        with self._guarded():
+            holder = read(self.path)
+            if holder and holder.pid == os.getpid():
+                self.path.unlink(missing_ok=True)

@@ -147,3 +147,58 @@ class CountingProxy:
         for s in self._open:
             with contextlib.suppress(OSError):
                 s.close()
+
+
+@contextlib.contextmanager
+def cpu_hog(processes: int | None = None):
+    """Busy loops on every CPU while the block runs: the load under which races show (a test's
+    verdict must not depend on it; only on what the code under test does)."""
+    n = processes or os.cpu_count() or 2
+    hogs = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL)
+        for _ in range(n)
+    ]
+    try:
+        yield hogs
+    finally:
+        for h in hogs:
+            h.kill()
+        for h in hogs:
+            h.wait()
+
+
+def wait_ready(barriers: list[Path], procs: list[subprocess.Popen]) -> None:
+    """Until every run of a two-phase start barrier says ready (with a deadline, not a guess at
+    how long loading takes); a run that ended or failed before is an error."""
+    import time
+
+    deadline = time.monotonic() + 300
+    while not all((b / "state").is_file() for b in barriers):
+        for p in procs:
+            assert p.poll() is None, p.communicate()
+        assert time.monotonic() < deadline, "the SUTs did not get ready within 300 s"
+        time.sleep(0.05)
+    states = {str(b): (b / "state").read_text().strip() for b in barriers}
+    assert set(states.values()) == {"ready"}, states
+
+
+def release_together(barriers: list[Path], procs: list[subprocess.Popen], lead_s: float = 0.5):
+    """The controller's side of the two-phase start barrier (as the mlperf role does it): once
+    every run is ready, one start moment for all, ``lead_s`` from now (epoch seconds)."""
+    import time
+
+    wait_ready(barriers, procs)
+    start_at = time.time() + lead_s
+    for b in barriers:
+        (b / "go").write_text(f"{start_at}\n")
+    return start_at
+
+
+# LoadGen settings whose verdict follows from query counts only: no minimum duration (the rule a
+# faster or slower machine flips) and a Server latency bound no machine misses (60 s). Server runs
+# last as long as their arrival schedule (1,000 queries at 500 QPS: 2 s whatever the machine), so
+# runs given one start moment overlap.
+COUNTED = ["--min-duration-ms", "0", "--performance-sample-count", "256", "--threads", "1"]
+OFFLINE_COUNTED = [*COUNTED, "--min-query-count", "4096"]
+SERVER_COUNTED = [*COUNTED, "--min-query-count", "1000", "--target-qps", "500",
+                  "--target-latency-ms", "60000", "--raw-seconds", "0"]  # fmt: skip

@@ -136,19 +136,21 @@ def test_resume_redoes_nothing_and_a_plain_rerun_is_refused(first_run, results):
 
 
 def test_an_invalid_run_fails_the_campaign_and_resume_redoes_only_it(first_run, results, tmp_path):
-    """Fault: LoadGen calls a run INVALID (here: an Offline query far too small for the minimum
-    duration). The campaign fails, naming it; what was collected before stays intact (checksums);
-    `miglab run --resume` redoes only the missing run."""
+    """Fault: LoadGen calls a run INVALID. Deterministically, on any machine: a minimum duration
+    of an hour with a target of 0.001 QPS makes LoadGen issue an Offline query of a few samples,
+    which ends long before the hour ("min_duration" not met). The campaign fails, naming it; what
+    was collected before stays intact (checksums); `miglab run --resume` redoes only the missing
+    run."""
     again = tmp_path / "results"
     shutil.copytree(results, again)
     shutil.rmtree(again / "sim-small" / "s6")  # wave 2 has to run again
     s1_logs = {p: p.read_bytes() for p in (again / "sim-small" / "s1").rglob("*") if p.is_file()}
-    small_query = json.dumps(
-        {"mlperf_extra_args": ["--threads", "1", "--auto-target-factor", "0.05"]}
+    never_long_enough = json.dumps(
+        {"mlperf_min_duration_ms": 3_600_000, "mlperf_target_qps": 0.001}
     )
     res = _run(
         [str(BIN / "ansible-playbook"), "site.yml", "-e", f"miglab_results_dir={again}",
-         "-e", small_query],
+         "-e", never_long_enough],
         MIGLAB_CAMPAIGN=str(CAMPAIGN),
     )  # fmt: skip
     assert res.returncode != 0
@@ -156,7 +158,7 @@ def test_an_invalid_run_fails_the_campaign_and_resume_redoes_only_it(first_run, 
     assert "INVALID" in res.stdout
     assert "Traceback" not in res.stdout + res.stderr
     report = (again / "sim-small" / "report" / "report.md").read_text()
-    assert "LoadGen says INVALID" in report
+    assert "LoadGen says INVALID" in report and "min_duration" in report
     verify = _run([str(BIN / "miglab"), "results", "verify", str(again / "sim-small" / "s1")])
     assert verify.returncode == 0, verify.stdout + verify.stderr
     assert {p: p.read_bytes() for p in s1_logs} == s1_logs

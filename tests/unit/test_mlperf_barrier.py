@@ -8,7 +8,6 @@ import json
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 
@@ -54,14 +53,13 @@ def test_a_run_that_does_not_end_times_out(tmp_path):
 def test_release_cli_answers_one_json_line(tmp_path):
     barrier.write_state(tmp_path, "ready")
     _later(0.5, lambda: barrier.write_state(tmp_path, "done 0"))
-    t0 = time.monotonic()
     res = subprocess.run(
         [sys.executable, "-m", "miglab.mlperf.barrier", "release", str(tmp_path), "99.5"],
         capture_output=True, text=True, timeout=30,
     )  # fmt: skip
     assert res.returncode == 0, res.stderr
+    # "done" can only have been read after the run wrote it: release waited for the end
     assert json.loads(res.stdout) == {"state": "done", "rc": 0, "line": "done 0"}
-    assert time.monotonic() - t0 >= 0.4
     res = subprocess.run(
         [sys.executable, "-m", "miglab.mlperf.barrier", "release", str(tmp_path / "no"), "1"],
         capture_output=True, text=True, timeout=30,

@@ -152,7 +152,11 @@ def run(args) -> int:
         started, checked = time.monotonic(), 0.0
         while not stopping and (not args.max_life or time.monotonic() - started < args.max_life):
             if guests:
-                guests.poll()
+                try:
+                    guests.poll()
+                except Exception as exc:  # noqa: BLE001 - one bad poll must not end the lab
+                    print(f"{time.strftime('%H:%M:%S')} guest keeper: poll failed: {exc!r}",
+                          flush=True)  # fmt: skip
             for name, host in hosts.items():
                 runtime = host.runtime
                 state, boot = str(runtime.connectionState), runtime.bootTime
@@ -240,6 +244,8 @@ class GuestKeeper:
         states = {}
         for obj in self._si.content.propertyCollector.RetrieveContents([self._spec]):
             props = {p.name: p.val for p in obj.propSet}
+            if "name" not in props:  # a VM being created or destroyed: not all there yet
+                continue
             states[props["name"]] = str(props.get("runtime.powerState", ""))
             self._refs[props["name"]] = obj.obj
         self._power_off_crashed(states)
