@@ -35,6 +35,12 @@ Then the collector (``parse_run``, ``aggregate_results``) over the tree -> ``OUT
 the tree (logs and ``miglab_run.json``, no traces) and the step logs -> ``OUT/results.tgz``;
 read-only ``nvidia-smi`` readings every 5 s -> ``OUT/gpu-samples.csv``; a table on stdout.
 ``--cpu-dry-run`` runs the same plumbing on a CPU with tiny sizes (no GPU needed).
+``--sut onnxruntime`` runs the lab's command with the onnxruntime SUT on miglab's tiny ONNX
+models (``tiny-conv`` for resnet50, ``tiny-mlp`` for bert-99: no torch, random weights; only the
+``offline:``, ``server:`` and ``ts<N>`` steps). ``--smoke`` (the test suite's, under a minute on
+2 CPUs) is both, with 1 s runs of ``offline:resnet50,server:resnet50,offline:bert-99,ts2`` and
+the table also written to ``--results FILE``: it checks this script's orchestration, the lab's
+command, the collector, the tarball and the table, not the torch SUT nor the explore steps.
 
 Nothing here changes the GPU's settings: only read-only ``nvidia-smi`` queries.
 """
@@ -65,10 +71,14 @@ SERVER_CONFIGS = {
 }
 PSC = {"resnet50": 1024, "bert-99": 10833}
 DEVICE = "cuda"
+SUT = "torch"  # the lab command's --sut (--sut)
+TINY = {"resnet50": "tiny-conv", "bert-99": "tiny-mlp"}  # --sut onnxruntime: the model
+TORCH_STEPS = ("explore", "diag-bert", "compile-resnet50", "compile-bert-99", "fp8-bert-99")
+SMOKE_STEPS = "offline:resnet50,server:resnet50,offline:bert-99,ts2"
 RUN = 1  # run_<N> of the single runs (--run)
 
 
-def cpu_dry_run() -> None:
+def cpu_dry_run(torch: bool = True) -> None:
     """Tiny sizes on the CPU: checks this script's plumbing where there is no GPU."""
     global DEVICE
     DEVICE = "cpu"
@@ -76,6 +86,8 @@ def cpu_dry_run() -> None:
     SERVER_CONFIGS.update({"resnet50": [(4, 1, 1.5)], "bert-99": [(2, 1, 13.0)]})
     BOUND_MS.update({"resnet50": 5000.0, "bert-99": 20000.0})
     PSC.update({"resnet50": 8, "bert-99": 4})
+    if not torch:  # the onnxruntime SUT: nothing of torch is built
+        return
     from miglab.mlperf.sut import torch_sut
 
     torch_sut.BERT_LARGE["num_hidden_layers"] = 2  # a small BERT: the plumbing, not the speed
@@ -823,7 +835,7 @@ def lab_cmd(results: Path, bench, scenario, lab, vm, p, extra=()) -> list[str]:
         "--backend",
         "reference",
         "--sut",
-        "torch",
+        SUT,
         "--benchmark",
         bench,
         "--scenario",
@@ -839,9 +851,11 @@ def lab_cmd(results: Path, bench, scenario, lab, vm, p, extra=()) -> list[str]:
         "--batch-size",
         str(p["batch"]),
         "--overwrite",
-        "--device",
-        DEVICE,
     ]
+    if SUT == "onnxruntime":  # no torch: a tiny ONNX model, one thread per process
+        cmd += ["--model", TINY[bench], "--threads", "1"]
+    else:
+        cmd += ["--device", DEVICE]
     if DEVICE == "cpu":
         cmd += [
             "--performance-sample-count",
@@ -945,8 +959,29 @@ def main_bench(args) -> int:
     for name in ("gpu.txt", "plan.json", "summary.json", "results.tgz", "gpu-samples.csv"):
         if (out / name).exists():
             shutil.copy2(out / name, final / name)
-    table(summary)
+    lines = table(summary)
+    if args.results:
+        write_results(Path(args.results), args, lines)
     return 0
+
+
+def write_results(path: Path, args, lines: list[str]) -> None:
+    """The table of this call as Markdown (``--results``): the command, then the table."""
+    mode = "smoke run, " if args.smoke else ""
+    text = [
+        f"# GPU bench ({mode}SUT {SUT}, device {DEVICE})",
+        "",
+        f"Command: `python3 bench/bench_gpu.py {' '.join(sys.argv[1:])}` "
+        f"({time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPUs); steps {args.steps}.",
+    ]
+    if SUT == "onnxruntime":
+        text.append(
+            "SUT onnxruntime on miglab's tiny ONNX models (random weights): not ResNet50 nor "
+            "BERT, the numbers say nothing about them."
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join([*text, *lines, ""]))
+    log(f"wrote {path}")
 
 
 def single_run(args, results, logs, bench, scen, p) -> dict:
@@ -983,10 +1018,13 @@ def concurrent(args, results, logs, n, plan) -> dict:
         log(f"skipped ts{n}: {remaining(args):.0f} s left, {need:.0f} needed")
         return {}
     start_at = time.time() + setup
+    # The GPU is shared: each process gets about 1/N of it. On the CPU (dry runs) each SUT
+    # process has its own thread: 1/N of the single rate would end the run before its minimum.
+    share = 1.0 / n if DEVICE == "cuda" else 1.0
     procs = []
     for k in range(1, n + 1):
         extra = ["--min-duration-ms", str(int(args.conc_duration_s * 1000)),
-                 "--raw-seconds", "0", "--target-qps", f"{1.2 * raw1 / n:.1f}",
+                 "--raw-seconds", "0", "--target-qps", f"{1.2 * raw1 * share:.1f}",
                  "--start-at", f"{start_at:.3f}",
                  "--notes", f"{n} SUT processes time-sliced on one GPU (no MIG)"]  # fmt: skip
         cmd = lab_cmd(results, "resnet50", "Offline", f"ts{n}", f"vm{k}", p, extra)
@@ -1061,27 +1099,31 @@ def pack(out: Path) -> None:
             tar.add(p, arcname=str(p.relative_to(out)))
 
 
-def table(summary: dict) -> None:
-    print("\n| run | metric | value | raw | fidelity | p99 ms | valid |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+def table(summary: dict) -> list[str]:
+    """Print the runs' table and the aggregate lines; the same lines, returned (Markdown)."""
+    lines = ["", "| run | metric | value | raw | fidelity | p99 ms | valid |"]
+    lines.append("| --- | --- | --- | --- | --- | --- | --- |")
     for r in summary["runs"]:
 
         def f(v, d=1):
             return "-" if v is None else f"{v:.{d}f}"
 
-        print(
+        lines.append(
             f"| {r['run']} | {r['metric']} | {f(r['value'])} | {f(r['raw'])} | "
             f"{f(r['fidelity'], 4)} | {f(r['p99_ms'], 2)} | {r['valid']} |"
         )
     agg = summary.get("aggregate") or {}
+    aggregates = []
     for g in agg.get("groups", []):
         runs = g.get("runs") or [{}]
-        print(
+        aggregates.append(
             f"aggregate {g['scenario']} {g['benchmark']} {g['mlperf_scenario']}: "
             f"{len(g['vms'])} VM(s), total {g['mean']}, per VM {g['per_vm_mean']}, "
             f"overlap {runs[0].get('overlap_fraction')}, status {g['status']}, "
             f"excluded {g['excluded']}"
         )
+    print("\n".join(lines + aggregates), flush=True)
+    return lines + ([""] + aggregates if aggregates else [])  # Markdown: a blank line ends a table
 
 
 def main() -> int:
@@ -1124,10 +1166,42 @@ def main() -> int:
     ap.add_argument("--done-flag")
     ap.add_argument("--calibrate", action="store_true")
     ap.add_argument("--cpu-dry-run", action="store_true", help="tiny sizes on the CPU")
+    ap.add_argument(
+        "--sut",
+        default="torch",
+        choices=("torch", "onnxruntime"),
+        help="onnxruntime: miglab's tiny ONNX models, no torch (offline:, server:, ts<N> only)",
+    )
+    ap.add_argument(
+        "--smoke",
+        action="store_true",
+        help=f"--cpu-dry-run --sut onnxruntime, 1 s runs of {SMOKE_STEPS} (under a minute)",
+    )
+    ap.add_argument("--results", help="also write the table (Markdown) to this file")
     args = ap.parse_args()
+    if args.smoke:  # its defaults; options given on the command line still win
+        ap.set_defaults(
+            cpu_dry_run=True,
+            sut="onnxruntime",
+            steps=SMOKE_STEPS,
+            duration_s=1.0,
+            server_duration_s=1.0,
+            conc_duration_s=1.0,
+            ts_setup_s=6.0,
+            raw_s=1.0,
+            deadline_s=120.0,
+            override={"resnet50": {"batch": 8}, "bert-99": {"batch": 8}},
+        )
+        args = ap.parse_args()
+        args.cpu_dry_run, args.sut = True, "onnxruntime"
+    global RUN, SUT
+    SUT = args.sut
+    if SUT == "onnxruntime":
+        torch_steps = [s for s in args.steps.split(",") if s in TORCH_STEPS]
+        if args.cmd != "bench" or torch_steps:
+            ap.error(f"--sut onnxruntime: no torch steps ({', '.join(torch_steps) or args.cmd})")
     if args.cpu_dry_run:
-        cpu_dry_run()
-    global RUN
+        cpu_dry_run(torch=SUT == "torch")
     RUN = args.run
     sys.setswitchinterval(0.001)  # the batcher threads wake up sooner
     if args.cmd == "explore":

@@ -1,6 +1,8 @@
 """Benchmark: how long validation + planning take, from the seed lab to a large one.
 
 Writes bench/RESULTS-plan.md. Run: .venv/bin/python bench/bench_plan.py
+Smoke mode (the test suite's, seconds): ``--quick --results FILE``: the seed and the smallest
+generated lab of the full run (8 hosts x 4 GPUs), 2 repeats each, the table written to FILE.
 Each case builds its campaign and inventory in a temporary folder, then times
 load_lab + load_campaign (validation, incl. packing every scenario) + plan_campaign (schedule),
 best and median of N repeats in fresh processes' worth of cold caches (caches are cleared).
@@ -8,6 +10,7 @@ best and median of N repeats in fresh processes' worth of cold caches (caches ar
 
 from __future__ import annotations
 
+import argparse
 import platform
 import statistics
 import sys
@@ -86,23 +89,32 @@ def time_case(campaign: Path, inventory: Path | None, repeats: int) -> tuple[lis
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "--quick", action="store_true", help="smoke: the seed and the 8x4 lab, 2 repeats each"
+    )
+    ap.add_argument("--results", type=Path, help="write the table here (default: RESULTS-plan.md)")
+    args = ap.parse_args()
+    sizes = [(8, 4)] if args.quick else [(8, 4), (32, 4), (32, 8)]
+    repeats = 2 if args.quick else 5
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         cases = [("seed (R750xa, 4 GPUs)", SEED, None)]
-        for hosts, gpus in [(8, 4), (32, 4), (32, 8)]:
+        for hosts, gpus in sizes:
             d = Path(tmp) / f"{hosts}x{gpus}"
             d.mkdir()
             cases.append((f"{hosts} hosts x {gpus} GPUs", *large_case(d, hosts, gpus)))
         for label, campaign, inventory in cases:
-            times, info = time_case(campaign, inventory, repeats=5)
+            times, info = time_case(campaign, inventory, repeats=repeats)
             rows.append((label, info, min(times), statistics.median(times)))
             print(f"{label}: {info['vms']} VMs, best {min(times) * 1000:.0f} ms", flush=True)
-    out = ROOT / "bench" / "RESULTS-plan.md"
+    out = args.results or ROOT / "bench" / "RESULTS-plan.md"
+    command = "`.venv/bin/python bench/bench_plan.py" + (" --quick`" if args.quick else "`")
     lines = [
-        "# Planning speed",
+        "# Planning speed" + (" (quick smoke run)" if args.quick else ""),
         "",
-        "Command: `.venv/bin/python bench/bench_plan.py` (validate + pack every scenario + "
-        "schedule, caches cleared before each of 5 repeats).",
+        f"Command: {command} (validate + pack every scenario + "
+        f"schedule, caches cleared before each of {repeats} repeats).",
         f"Machine: {platform.machine()}, {platform.python_implementation()} "
         f"{platform.python_version()}, {time.strftime('%Y-%m-%d')}.",
         "",
@@ -114,6 +126,7 @@ def main() -> None:
             f"| {label} | {info['scenarios']} | {info['vms']} | {info['gpus']} | "
             f"{best:.3f} | {med:.3f} | {info['makespan_h']:.1f} |"
         )
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(lines) + "\n")
     print(f"wrote {out}")
 
