@@ -89,6 +89,26 @@ for unit in getty@tty1.service console-getty.service systemd-remount-fs.service 
   sys-kernel-config.mount systemd-firstboot.service; do
   chroot "$build/root" systemctl mask "$unit" >/dev/null 2>&1 || true
 done
+# PID 1: a privileged container on this cgroup v1 host sees the host's whole name=systemd
+# hierarchy, and systemd would move itself to that hierarchy's root, sharing init.scope and
+# system.slice with every other such container: one stopping then stops the others' services and
+# removes their emptied cgroups ("runc: exec failed: ... cgroup.procs: no such file or
+# directory"). /sbin/init first bind-mounts the container's own cgroup over the hierarchy, so
+# systemd sees only its part (diverted, so that a systemd-sysv upgrade keeps it).
+chroot "$build/root" dpkg-divert --quiet --local --rename --divert /sbin/init.systemd --add /sbin/init
+cat >"$build/root/sbin/init" <<'INIT'
+#!/bin/sh
+# miglab's test containers (scripts/build-images.sh): systemd sees only its own cgroup.
+root=/sys/fs/cgroup/systemd
+if [ "$$" = 1 ] && [ -d "$root" ]; then
+  # This PID namespace's PID 1 shows as "1" only in the cgroup.procs of its own cgroup.
+  own=$(find "$root" -mindepth 2 -maxdepth 4 -name cgroup.procs -exec grep -lx 1 {} + 2>/dev/null |
+    head -n 1)
+  [ -n "$own" ] && mount --bind "${own%/cgroup.procs}" "$root" 2>/dev/null
+fi
+exec /lib/systemd/systemd "$@"
+INIT
+chmod 0755 "$build/root/sbin/init"
 echo miglab-guest >"$build/root/etc/hostname"
 : >"$build/root/etc/machine-id"
 chroot "$build/root" apt-get clean

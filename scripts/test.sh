@@ -1,20 +1,108 @@
 #!/usr/bin/env bash
 # The whole test suite, including its own setup (README's test command; CI runs it).
+#   bash scripts/test.sh            setup, lint, unit, integration (+ bench smoke), e2e, molecule
+#   bash scripts/test.sh --fast     setup, lint, unit: the few-minute loop
+#   bash scripts/test.sh -- ARGS    ARGS go to every pytest call (e.g. -x, -k NAME)
+# MIGLAB_SKIP_MOLECULE=1 / MIGLAB_SKIP_SIM=1 skip molecule / the simulated-lab tests.
+# MIGLAB_TEST_SERIAL=1 runs molecule after the e2e tests instead of beside them.
+# At the end (and when a part fails) it prints the split: each part's wall time and result.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
-bash scripts/setup.sh test
+
+fast=0
+pytest_args=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --fast) fast=1 ;;
+    --) shift; pytest_args+=("$@"); break ;;
+    *) pytest_args+=("$1") ;;
+  esac
+  shift
+done
+
+SUITE_START=$(date +%s)
+SPLIT=()
+split() {
+  local total=$(($(date +%s) - SUITE_START))
+  printf '\n== the split (wall time per part; the total includes the parts run side by side once)\n'
+  printf '%-34s %8s  %s\n' part seconds result
+  local row name secs result
+  for row in "${SPLIT[@]}"; do
+    IFS='|' read -r name secs result <<<"$row"
+    printf '%-34s %8s  %s\n' "$name" "$secs" "$result"
+  done
+  printf '%-34s %8s  %s\n' total "$total" "$1"
+}
+record() { SPLIT+=("$1|$2|$([ "$3" = 0 ] && echo ok || echo "FAILED (rc=$3)")"); }
+fail() { split FAILED; exit "$1"; }
+
+# part NAME CMD...: runs CMD, records its wall time and result; a failure ends the suite.
+part() {
+  local name=$1 start rc
+  shift
+  echo "== $name"
+  start=$(date +%s)
+  set +e
+  "$@"
+  rc=$?
+  set -e
+  record "$name" $(($(date +%s) - start)) "$rc"
+  [ "$rc" = 0 ] || fail "$rc"
+}
+
+lint() {
+  echo "-- ruff"
+  ruff check . && ruff format --check . || return 1
+  echo "-- ansible-lint (production profile)"
+  ansible-lint --offline --profile production
+}
+
+part setup bash scripts/setup.sh test
 export PATH="$ROOT/.venv/bin:$PATH"
 export ANSIBLE_CONFIG="$ROOT/ansible.cfg"
-
-echo "== ruff"
-ruff check .
-ruff format --check .
-echo "== ansible-lint (production profile)"
-ansible-lint --offline --profile production
-echo "== pytest (unit, vcsim integration, end to end)"
-pytest -q "$@"
-if [ "${MIGLAB_SKIP_MOLECULE:-0}" != 1 ]; then
-  echo "== molecule (every role's scenarios, podman)"
-  bash scripts/molecule-all.sh
+part lint lint
+part unit pytest -q tests/unit "${pytest_args[@]}"
+if [ "$fast" = 1 ]; then
+  split ok
+  exit 0
 fi
+part "integration (+ bench smoke)" pytest -q tests/integration tests/bench "${pytest_args[@]}"
+
+# The e2e tests and molecule use different containers and simulators (names never overlap), and
+# both spend much of their time waiting on containers: side by side they take less wall time.
+molecule_pid=""
+MOLECULE_LOG=$ROOT/.cache/molecule/all.log
+if [ "${MIGLAB_SKIP_MOLECULE:-0}" != 1 ] && [ "${MIGLAB_TEST_SERIAL:-0}" != 1 ]; then
+  mkdir -p "$(dirname "$MOLECULE_LOG")"
+  echo "== molecule (every role's scenarios, podman), beside the e2e tests: $MOLECULE_LOG"
+  molecule_start=$(date +%s)
+  bash scripts/molecule-all.sh >"$MOLECULE_LOG" 2>&1 &
+  molecule_pid=$!
+fi
+set +e
+echo "== e2e (ansible-playbook, miglab run on the simulated lab)"
+e2e_start=$(date +%s)
+pytest -q tests/e2e "${pytest_args[@]}"
+e2e_rc=$?
+set -e
+record e2e $(($(date +%s) - e2e_start)) "$e2e_rc"
+if [ -n "$molecule_pid" ]; then
+  set +e
+  wait "$molecule_pid"
+  molecule_rc=$?
+  set -e
+  echo "-- molecule's summary (per scenario: $ROOT/.cache/molecule/logs/)"
+  if [ "$molecule_rc" = 0 ]; then
+    grep -E '^\S+ +\S+ +[0-9]+s +rc=|^\[molecule-all\] all ' "$MOLECULE_LOG" || true
+  else
+    tail -n 150 "$MOLECULE_LOG"
+  fi
+  record "molecule (beside e2e)" $(($(date +%s) - molecule_start)) "$molecule_rc"
+  [ "$molecule_rc" = 0 ] || fail "$molecule_rc"
+fi
+[ "$e2e_rc" = 0 ] || fail "$e2e_rc"
+if [ "${MIGLAB_SKIP_MOLECULE:-0}" != 1 ] && [ -z "$molecule_pid" ]; then
+  part molecule bash scripts/molecule-all.sh
+fi
+split ok

@@ -25,6 +25,8 @@ from testlib import BIN, ROOT, CountingProxy, ansible_env, run_module
 pytestmark = [pytest.mark.e2e, pytest.mark.sim]
 
 CAMPAIGN = ROOT / "tests" / "e2e" / "campaigns" / "sim-small.yml"
+HOST = "esxi-01.sim.miglab.test"
+REBOOT_HANGS = ROOT / ".cache" / "sim" / "faults" / "reboot-hangs"  # see tests/sim/simlab.py
 
 
 def _run(cmd: list[str], timeout: int = 1200, **env: str) -> subprocess.CompletedProcess:
@@ -135,97 +137,16 @@ def test_resume_redoes_nothing_and_a_plain_rerun_is_refused(first_run, results):
     assert {p: p.stat().st_mtime for p in results.rglob("mlperf_log_detail.txt")} == before
 
 
-def test_an_invalid_run_fails_the_campaign_and_resume_redoes_only_it(first_run, results, tmp_path):
-    """Fault: LoadGen calls a run INVALID. Deterministically, on any machine: a minimum duration
-    of an hour with a target of 0.001 QPS makes LoadGen issue an Offline query of a few samples,
-    which ends long before the hour ("min_duration" not met). The campaign fails, naming it; what
-    was collected before stays intact (checksums); `miglab run --resume` redoes only the missing
-    run."""
-    again = tmp_path / "results"
+# --- faults: a chain of failed runs, each one also the resume of the fault before it -------------
+# The chain starts from a copy of the first run's results without scenario s6 (wave 2): every run
+# redoes wave 2 and a fault hits it. A run after a fault must get as far as the next fault (the
+# VMs powered on again, MLPerf started in them), and the last one finishes: one resume for the
+# chain instead of one per fault (they all redo the same wave). s1's collected files must come
+# out byte-identical from every run. The tests depend on their order (pytest keeps file order).
+@pytest.fixture(scope="module")
+def chain(first_run, results, tmp_path_factory) -> tuple[Path, dict]:
+    again = tmp_path_factory.mktemp("chain") / "results"
     shutil.copytree(results, again)
-    shutil.rmtree(again / "sim-small" / "s6")  # wave 2 has to run again
-    s1_logs = {p: p.read_bytes() for p in (again / "sim-small" / "s1").rglob("*") if p.is_file()}
-    never_long_enough = json.dumps(
-        {"mlperf_min_duration_ms": 3_600_000, "mlperf_target_qps": 0.001}
-    )
-    res = _run(
-        [str(BIN / "ansible-playbook"), "site.yml", "-e", f"miglab_results_dir={again}",
-         "-e", never_long_enough],
-        MIGLAB_CAMPAIGN=str(CAMPAIGN),
-    )  # fmt: skip
-    assert res.returncode != 0
-    assert "the campaign is not complete: s6 resnet50" in res.stdout
-    assert "INVALID" in res.stdout
-    assert "Traceback" not in res.stdout + res.stderr
-    report = (again / "sim-small" / "report" / "report.md").read_text()
-    assert "LoadGen says INVALID" in report and "min_duration" in report
-    verify = _run([str(BIN / "miglab"), "results", "verify", str(again / "sim-small" / "s1")])
-    assert verify.returncode == 0, verify.stdout + verify.stderr
-    assert {p: p.read_bytes() for p in s1_logs} == s1_logs
-    res = _run([str(BIN / "miglab"), "run", str(CAMPAIGN), "--results-dir", str(again), "--resume"])
-    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-4000:]
-    assert {p: p.read_bytes() for p in s1_logs} == s1_logs
-    assert _run([str(BIN / "miglab"), "results", "verify", str(again)]).returncode == 0
-
-
-def _blockers(state: str) -> dict:
-    """Four VMs of someone else, each with a full-GPU vGPU: they take every GPU of the host."""
-    conn = json.loads((ROOT / ".cache" / "sim" / "vcsim.json").read_text())
-    vms = [
-        {"name": f"e2e-blocker-{i}", "host": "esxi-01.sim.miglab.test", "vcpus": 2,
-         "memory_gb": 4, "vgpus": ["grid_a100d-7-80c"]}
-        for i in range(4)
-    ]  # fmt: skip
-    args = {**conn, "datastore": "datastore1", "network": "VM Network", "vms": vms}
-    if state == "absent":
-        args["state"] = "absent"
-    else:
-        args["power_state"] = "poweredon"
-    return run_module("vgpu_vm", args)
-
-
-def test_a_refused_power_on_fails_the_run_names_it_and_resume_finishes(
-    first_run, results, tmp_path
-):
-    """Fault: vCenter refuses to power a wave's VMs on (no GPU has room: other VMs hold them).
-    The run stops with a non-zero exit code, names the failure in its output and in the report
-    of what was collected; the collected results stay intact; once the GPUs are free,
-    `miglab run --resume` finishes only the missing work."""
-    again = tmp_path / "results"
-    shutil.copytree(results, again)
-    shutil.rmtree(again / "sim-small" / "s6")
-    s1_logs = {p: p.read_bytes() for p in (again / "sim-small" / "s1").rglob("*") if p.is_file()}
-    blocked = _blockers("poweredon")
-    assert not blocked["failed"], blocked.get("msg")
-    try:
-        res = _run(
-            [str(BIN / "miglab"), "run", str(CAMPAIGN), "--results-dir", str(again), "--resume"]
-        )
-        assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-3000:]
-        assert "no GPU of host esxi-01.sim.miglab.test can take vGPU" in res.stderr
-        assert "Traceback" not in res.stdout + res.stderr
-        report = (again / "sim-small" / "report" / "report.md").read_text()
-        assert "THE CAMPAIGN RUN FAILED" in report and "can take vGPU" in report
-        assert {p: p.read_bytes() for p in s1_logs} == s1_logs
-    finally:
-        freed = _blockers("absent")
-    assert not freed["failed"], freed.get("msg")
-    res = _run([str(BIN / "miglab"), "run", str(CAMPAIGN), "--results-dir", str(again), "--resume"])
-    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-4000:]
-    assert {p: p.read_bytes() for p in s1_logs} == s1_logs
-    assert (
-        "THE CAMPAIGN RUN FAILED" not in (again / "sim-small" / "report" / "report.md").read_text()
-    )
-    assert _run([str(BIN / "miglab"), "results", "verify", str(again)]).returncode == 0
-
-
-# --- faults in the middle of a run ----------------------------------------------------------------
-# Each test starts from a copy of the first run's results without scenario s6 (wave 2): the run
-# redoes wave 2 and the fault hits it; s1's collected files must come out byte-identical.
-def _without_s6(results: Path, tmp_path: Path) -> tuple[Path, dict]:
-    again = tmp_path / "results"
-    if not again.exists():
-        shutil.copytree(results, again)
     shutil.rmtree(again / "sim-small" / "s6")
     s1 = {p: p.read_bytes() for p in (again / "sim-small" / "s1").rglob("*") if p.is_file()}
     return again, s1
@@ -239,23 +160,25 @@ def _start_run(again: Path, *extra: str) -> subprocess.Popen:
     )  # fmt: skip
 
 
-def _barriers(vm: str) -> dict[str, str]:
-    """The MLPerf start barriers in a guest: folder -> state ({} while the guest is down)."""
+def _live_barriers(vm: str) -> set[str]:
+    """The MLPerf start barriers in a guest whose run is alive and ready (its SUT loaded); a
+    barrier left "ready" by a run killed earlier does not count. Empty while the guest is down."""
     res = subprocess.run(
         ["podman", "exec", vm, "sh", "-c",
          "for d in /var/lib/miglab-mlperf/results/.barrier/*/; do "
-         "printf '%s %s\\n' \"$d\" \"$(cat \"$d/state\" 2>/dev/null)\"; done"],
+         "[ \"$(cat \"$d/state\" 2>/dev/null)\" = ready ] && kill -0 \"$(cat \"$d/pid\")\" "
+         "2>/dev/null && echo \"$d\"; done; true"],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
-    return dict(line.split(" ", 1) for line in res.stdout.splitlines() if " " in line)
+    return set(res.stdout.split())
 
 
-def _wait_for_a_run(vm: str, proc: subprocess.Popen, before: dict, timeout: float = 600) -> None:
-    """Until an MLPerf run of this round has its SUT ready in ``vm`` (a new barrier: ready)."""
+def _wait_for_a_run(vm: str, proc: subprocess.Popen, timeout: float = 600) -> None:
+    """Until an MLPerf run of this campaign run has its SUT ready in ``vm``."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert proc.poll() is None, "the run ended before the fault: " + proc.stderr.read()
-        if any(st.strip() == "ready" for d, st in _barriers(vm).items() if d not in before):
+        if _live_barriers(vm):
             return
         time.sleep(0.3)
     raise AssertionError(f"no MLPerf run started in {vm} within {timeout:.0f} s")
@@ -275,23 +198,80 @@ def _resume_finishes(again: Path, s1: dict) -> None:
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-4000:]
     assert {p: p.read_bytes() for p in s1} == s1
     report = (again / "sim-small" / "report" / "report.md").read_text()
-    assert "THE CAMPAIGN RUN FAILED" not in report
+    assert "THE CAMPAIGN RUN FAILED" not in report and "LoadGen says INVALID" not in report
     runs = list((again / "sim-small" / "s6").glob("*/resnet50/Offline/performance/run_1"))
     assert len(runs) == 3
     verify = _run([str(BIN / "miglab"), "results", "verify", str(again)])
     assert verify.returncode == 0, verify.stdout + verify.stderr
 
 
-def test_a_guest_killed_during_a_run_fails_it_and_resume_redoes_it(first_run, results, tmp_path):
+def test_an_invalid_run_fails_the_campaign(chain):
+    """Fault: LoadGen calls a run INVALID. Deterministically, on any machine: a minimum duration
+    of an hour with a target of 0.001 QPS makes LoadGen issue an Offline query of a few samples,
+    which ends long before the hour ("min_duration" not met). The campaign fails, naming it; what
+    was collected before stays intact (checksums); the next run redoes only it."""
+    again, s1 = chain
+    never_long_enough = json.dumps(
+        {"mlperf_min_duration_ms": 3_600_000, "mlperf_target_qps": 0.001}
+    )
+    res = _run(
+        [str(BIN / "ansible-playbook"), "site.yml", "-e", f"miglab_results_dir={again}",
+         "-e", never_long_enough],
+        MIGLAB_CAMPAIGN=str(CAMPAIGN),
+    )  # fmt: skip
+    assert res.returncode != 0
+    assert "the campaign is not complete: s6 resnet50" in res.stdout
+    assert "INVALID" in res.stdout
+    _failed_run_kept_what_it_had(again, s1, res.stdout + res.stderr)
+    report = (again / "sim-small" / "report" / "report.md").read_text()
+    assert "LoadGen says INVALID" in report and "min_duration" in report
+
+
+def _blockers(state: str) -> dict:
+    """Four VMs of someone else, each with a full-GPU vGPU: they take every GPU of the host."""
+    conn = json.loads((ROOT / ".cache" / "sim" / "vcsim.json").read_text())
+    vms = [
+        {"name": f"e2e-blocker-{i}", "host": HOST, "vcpus": 2, "memory_gb": 4,
+         "vgpus": ["grid_a100d-7-80c"]}
+        for i in range(4)
+    ]  # fmt: skip
+    args = {**conn, "datastore": "datastore1", "network": "VM Network", "vms": vms}
+    if state == "absent":
+        args["state"] = "absent"
+    else:
+        args["power_state"] = "poweredon"
+    return run_module("vgpu_vm", args)
+
+
+def test_a_refused_power_on_fails_the_run_and_names_it(chain):
+    """Fault: vCenter refuses to power a wave's VMs on (no GPU has room: other VMs hold them).
+    The run stops with a non-zero exit code, names the failure in its output and in the report
+    of what was collected; the collected results stay intact; then the GPUs are freed."""
+    again, s1 = chain
+    blocked = _blockers("poweredon")
+    assert not blocked["failed"], blocked.get("msg")
+    try:
+        res = _run(
+            [str(BIN / "miglab"), "run", str(CAMPAIGN), "--results-dir", str(again), "--resume"]
+        )
+        assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-3000:]
+        assert f"no GPU of host {HOST} can take vGPU" in res.stderr
+        _failed_run_kept_what_it_had(again, s1, res.stdout + res.stderr)
+        assert "can take vGPU" in (again / "sim-small" / "report" / "report.md").read_text()
+    finally:
+        freed = _blockers("absent")
+    assert not freed["failed"], freed.get("msg")
+
+
+def test_a_guest_killed_during_a_run_fails_it(chain):
     """Fault: a VM dies in the middle of an MLPerf run (its container is killed; the simulator
     powers the VM off, as vCenter shows a VM whose VMX died). The run fails naming the VM; the
-    report says so; s1 stays intact; --resume powers it on again and redoes the scenario's run."""
-    again, s1 = _without_s6(results, tmp_path)
+    report says so; s1 stays intact. (The run itself resumes after the refused power-on.)"""
+    again, s1 = chain
     vm = "sim-small-s6-vm2"
     proc = _start_run(again)
     try:
-        before = {}
-        _wait_for_a_run(vm, proc, before)
+        _wait_for_a_run(vm, proc)
         subprocess.run(["podman", "kill", vm], check=True, capture_output=True)
         out, err = proc.communicate(timeout=900)
     finally:
@@ -301,22 +281,43 @@ def test_a_guest_killed_during_a_run_fails_it_and_resume_redoes_it(first_run, re
     assert f"failed: {vm}: unreachable" in err, err[-3000:]
     _failed_run_kept_what_it_had(again, s1, out + err)
     assert vm in (again / "sim-small" / "report" / "report.md").read_text()
-    _resume_finishes(again, s1)
 
 
-def test_vcenter_unreachable_mid_run_fails_it_and_resume_finishes(first_run, results, tmp_path):
+def test_sigint_stops_the_run_and_keeps_the_results(chain):
+    """Fault: Ctrl-C (SIGINT) in the middle of a campaign. miglab stops the playbook, says so,
+    writes the report of what was collected (headed by the interruption), frees the lab lock and
+    exits 130; s1 intact. (The run itself powers the killed VM on again.)"""
+    again, s1 = chain
+    proc = _start_run(again)
+    try:
+        _wait_for_a_run("sim-small-s6-vm1", proc)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, out[-3000:] + err[-3000:]
+    assert "interrupted by SIGINT" in err and "--resume" in err
+    _failed_run_kept_what_it_had(again, s1, out + err)
+    assert "interrupted by SIGINT" in (again / "sim-small" / "report" / "report.md").read_text()
+    status = _run([str(BIN / "miglab"), "status"])
+    assert ": idle" in status.stdout, status.stdout
+
+
+def test_vcenter_unreachable_mid_run_fails_it_and_resume_finishes(chain, tmp_path):
     """Fault: vCenter goes away while a wave runs (a proxy in front of the simulator is closed
     once the runs have started). The runs in the guests still finish and are collected; the
-    wave's power-off fails with "cannot reach"; exit 1, the report names it; --resume (vCenter
-    back) finishes: the wave is complete, its VMs are powered off."""
-    again, s1 = _without_s6(results, tmp_path)
+    wave's power-off fails with "cannot reach"; exit 1, the report names it. Then the chain's
+    resume (vCenter back) finishes: the wave is complete, its VMs are powered off, s1 intact,
+    every result verified."""
+    again, s1 = chain
     conn = json.loads((ROOT / ".cache" / "sim" / "vcsim.json").read_text())
     proxy = CountingProxy(int(conn["port"]))
     via_proxy = tmp_path / "vcenter-via-proxy.json"
     via_proxy.write_text(json.dumps({"miglab_vcenter": {**conn, "port": proxy.port}}))
     proc = _start_run(again, "-e", f"@{via_proxy}")
     try:
-        _wait_for_a_run("sim-small-s6-vm1", proc, {})
+        _wait_for_a_run("sim-small-s6-vm1", proc)
         proxy.close()
         out, err = proc.communicate(timeout=900)
     finally:
@@ -337,7 +338,8 @@ def test_vcenter_unreachable_mid_run_fails_it_and_resume_finishes(first_run, res
 def test_a_full_results_disk_fails_the_run_and_resume_finishes(first_run, results, tmp_path):
     """Fault: the controller's results disk is full (a small tmpfs, filled up). The fetched run
     cannot be unpacked: the run fails naming "No space left on device", nothing half-written is
-    left, s1 intact; with space again, --resume finishes."""
+    left, s1 intact; with space again, --resume finishes. (Its own copy of the results: they
+    live on that disk.)"""
     disk = tmp_path / "disk"
     disk.mkdir()
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(disk)],
@@ -345,8 +347,10 @@ def test_a_full_results_disk_fails_the_run_and_resume_finishes(first_run, result
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
     try:
-        shutil.copytree(results, disk / "results")
-        again, s1 = _without_s6(results, disk)
+        again = disk / "results"
+        shutil.copytree(results, again)
+        shutil.rmtree(again / "sim-small" / "s6")
+        s1 = {p: p.read_bytes() for p in (again / "sim-small" / "s1").rglob("*") if p.is_file()}
         filler = disk / "filler"
         with open(filler, "wb") as f, contextlib.suppress(OSError):
             while True:
@@ -366,58 +370,44 @@ def test_a_full_results_disk_fails_the_run_and_resume_finishes(first_run, result
         subprocess.run(["umount", "-l", str(disk)], check=False)
 
 
-def test_sigint_stops_the_run_keeps_the_results_and_resume_finishes(first_run, results, tmp_path):
-    """Fault: Ctrl-C (SIGINT) in the middle of a campaign. miglab stops the playbook, says so,
-    writes the report of what was collected (headed by the interruption), frees the lab lock and
-    exits 130; s1 intact; --resume finishes."""
-    again, s1 = _without_s6(results, tmp_path)
-    before = _barriers("sim-small-s6-vm1")
-    proc = _start_run(again)
-    try:
-        _wait_for_a_run("sim-small-s6-vm1", proc, before)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 130, out[-3000:] + err[-3000:]
-    assert "interrupted by SIGINT" in err and "--resume" in err
-    _failed_run_kept_what_it_had(again, s1, out + err)
-    assert "interrupted by SIGINT" in (again / "sim-small" / "report" / "report.md").read_text()
-    status = _run([str(BIN / "miglab"), "status"])
-    assert ": idle" in status.stdout, status.stdout
-    _resume_finishes(again, s1)
+def _host_module(name: str, **args) -> dict:
+    conn = json.loads((ROOT / ".cache" / "sim" / "vcsim.json").read_text())
+    res = run_module(name, {**conn, "esxi_hostname": HOST, **args})
+    assert not res.get("failed"), res.get("msg")
+    return res
 
 
 def test_a_host_that_does_not_come_back_from_its_reboot_stops_the_run(first_run, results, tmp_path):
-    """Fault: the ESXi host does not reconnect after the reboot its driver install needs (a fresh
-    simulated lab whose host never returns). The hosts phase stops with a clear timeout, says the
-    host stays in maintenance mode, exit 1, the report says so; the results are untouched. With
-    the host back (a lab without the fault), --resume finishes: nothing to redo."""
+    """Fault: the ESXi host does not reconnect after a reboot the hosts phase needs (the running
+    lab's reboot-hangs switch: while the file exists a rebooting host stays away). The hosts
+    phase stops with a clear timeout, says the host stays in maintenance mode, exit 1, the report
+    says so; the results are untouched. Once the host is back and out of maintenance mode (the
+    operator's part, as the message says), --resume finishes: nothing to redo."""
     again = tmp_path / "results"
     shutil.copytree(results, again)
     files = {p: p.read_bytes() for p in again.rglob("*") if p.is_file() and "report" not in p.parts}
-    host = "esxi-01.sim.miglab.test"
-    _run([str(BIN / "miglab"), "sim", "down"], timeout=300)
+    # The host needs a reboot again: graphics "shared" in effect (configured, then rebooted).
+    _host_module("esxi_host_maintenance", state="maintenance")
+    _host_module("esxi_host_graphics", default_graphics_type="shared")
+    _host_module("esxi_host_maintenance", state="rebooted", timeout=300)
+    _host_module("esxi_host_maintenance", state="normal")
+    REBOOT_HANGS.touch()
     try:
-        up = _run([str(BIN / "miglab"), "sim", "up"], timeout=1800,
-                  MIGLAB_SIM_FAULTS=json.dumps({host: {"reboot_never_returns": True}}))  # fmt: skip
-        assert up.returncode == 0, up.stdout + up.stderr
         res = _run(
             [str(BIN / "miglab"), "run", str(CAMPAIGN), "--results-dir", str(again), "--resume",
-             "-e", "esxi_vgpu_driver_reboot_timeout=15", "-e", "esxi_mig_reboot_timeout=15"],
+             "-e", "esxi_graphics_reboot_timeout=15"],
         )  # fmt: skip
         assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-3000:]
         out = res.stdout + res.stderr
-        assert f"{host}: did not reconnect within 15 s after reboot" in out, out[-3000:]
+        assert f"{HOST}: did not reconnect within 15 s after reboot" in out, out[-3000:]
+        assert f"{HOST} STAYS IN MAINTENANCE MODE" in out, out[-3000:]
         assert "Traceback" not in out
         report = (again / "sim-small" / "report" / "report.md").read_text()
         assert "THE CAMPAIGN RUN FAILED" in report and "did not reconnect" in report
         assert {p: p.read_bytes() for p in files} == files
     finally:
-        _run([str(BIN / "miglab"), "sim", "down"], timeout=300)
-        up = _run([str(BIN / "miglab"), "sim", "up"], timeout=1800)
-    assert up.returncode == 0, up.stdout + up.stderr
+        REBOOT_HANGS.unlink(missing_ok=True)  # the host finishes its boot
+    _host_module("esxi_host_maintenance", state="normal", timeout=300)
     res = _run([str(BIN / "miglab"), "run", str(CAMPAIGN), "--results-dir", str(again), "--resume"])
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-4000:]
     assert {p: p.read_bytes() for p in files} == files
@@ -427,11 +417,9 @@ def test_a_host_that_does_not_come_back_from_its_reboot_stops_the_run(first_run,
 
 
 def test_teardown_removes_the_vms_and_their_guests_and_turns_mig_off(first_run):
-    host = "esxi-01.sim.miglab.test"
-
     def mig_modes() -> list[str]:
         res = subprocess.run(
-            ["podman", "exec", host, "nvidia-smi", "--query-gpu=mig.mode.current",
+            ["podman", "exec", HOST, "nvidia-smi", "--query-gpu=mig.mode.current",
              "--format=csv,noheader"], capture_output=True, text=True, check=True,
         )  # fmt: skip
         return res.stdout.split()

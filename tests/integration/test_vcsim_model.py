@@ -270,11 +270,12 @@ def test_maintenance_mode(vcsim_factory, si_of):
 
 
 def test_reboot_goes_away_and_comes_back(vcsim_factory, si_of, tmp_path):
-    # The host comes back only once the gate file exists: what it shows while away is read with
-    # no race against the reboot's timer, however slow this machine is.
-    gate = tmp_path / "booted"
+    # While the hold file exists the host stays away: what it shows then is read with no race
+    # against the reboot's timer, however slow this machine is.
+    hold = tmp_path / "reboot-hangs"
+    hold.touch()
     lab = vcsim_lab.default_lab()
-    lab["hosts"][0]["reboot_gate"] = str(gate)
+    lab["hosts"][0]["reboot_hold"] = str(hold)
     sim = vcsim_factory(lab, reboot_seconds=0.1)
     si = si_of(sim)
     host = find(si, vim.HostSystem, HOST)
@@ -294,7 +295,7 @@ def test_reboot_goes_away_and_comes_back(vcsim_factory, si_of, tmp_path):
     fault = task_fault(host.ExitMaintenanceMode_Task(timeout=0))
     assert isinstance(fault, vmodl.fault.HostNotConnected)
 
-    gate.touch()
+    hold.unlink()
     assert wait_until(lambda: host.runtime.connectionState == "connected")
     assert host.runtime.powerState == "poweredOn"
     assert host.runtime.inMaintenanceMode  # a reboot keeps maintenance mode

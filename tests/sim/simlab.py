@@ -24,7 +24,10 @@ memory: the VMs are gone with it). ``status`` prints what runs. Images, the simu
 the stand-ins are built once and stamped (``.cache``); ``up`` twice is a no-op.
 
 Faults for the tests: ``MIGLAB_SIM_FAULTS`` (JSON, host name -> lab-file keys of the simulator,
-e.g. ``{"esxi-01.sim.miglab.test": {"reboot_never_returns": true}}``) at ``up``.
+e.g. ``{"esxi-01.sim.miglab.test": {"reboot_never_returns": true}}``) at ``up``; and, in a lab
+that is up, the file ``.cache/sim/faults/reboot-hangs`` (``REBOOT_HANGS``): while it exists, a
+host that reboots does not come back (it stays ``notResponding``, as an ESXi host hung in its
+boot); removing it lets the host finish booting.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ MAKE_BUNDLE = ROOT / "tests" / "standins" / "esxi" / "make-bundle.py"
 GUEST_BASE_IMAGE = "localhost/miglab-sim-guest-base:latest"
 GOLDEN_IMAGE = os.environ.get("MIGLAB_SIM_GUEST_IMAGE", "localhost/miglab-sim-guest:latest")
 GOLDEN_BUILDER = "miglab-sim-golden"
+REBOOT_HANGS = SIM_DIR / "faults" / "reboot-hangs"
 GOLDEN_ROLES = ("guest_base", "guest_vgpu_driver", "guest_container_toolkit", "mlperf")
 LABEL = "miglab.sim"
 # The simulated hosts' driver bundle (the GRID guest driver stand-in is of the same branch).
@@ -384,17 +388,23 @@ def up(inventory: Path, *, rebuild_golden: bool = False) -> int:
             "0",
             "--guest-image",
             image,
-            *(
-                ["--extra", os.environ["MIGLAB_SIM_FAULTS"]]
-                if os.environ.get("MIGLAB_SIM_FAULTS")
-                else []
-            ),
+            "--extra",
+            json.dumps(_host_faults()),
         ],
         timeout=300,
     )
     (SIM_DIR / "inventory").write_text(str(inventory.resolve()) + "\n")
     log(f"up in {time.monotonic() - started:.0f} s")
     return status(inventory)
+
+
+def _host_faults() -> dict:
+    """The simulator's fault keys per host: MIGLAB_SIM_FAULTS, and the reboot-hangs switch."""
+    REBOOT_HANGS.parent.mkdir(parents=True, exist_ok=True)
+    REBOOT_HANGS.unlink(missing_ok=True)  # a new lab boots normally
+    faults = json.loads(os.environ.get("MIGLAB_SIM_FAULTS") or "{}")
+    faults.setdefault("*", {}).setdefault("reboot_hold", str(REBOOT_HANGS))
+    return faults
 
 
 def down() -> int:

@@ -235,7 +235,7 @@ func reconfigCheck(vm *simulator.VirtualMachine, method string, req *types.Recon
 // reboot implements RebootHost_Task and ShutdownHost_Task (MethodNotFound in govmomi 0.24): the
 // task succeeds at once; the host then goes notResponding (power state unknown, or poweredOff
 // after a shutdown) and, after a reboot, comes back connected and poweredOn after the host's
-// reboot_seconds (and, with reboot_gate, once that file exists), with its configured graphics
+// reboot_seconds (and, with reboot_hold, once that file is gone), with its configured graphics
 // types in effect. A reboot needs maintenance mode
 // unless forced; a forced one powers off the host's VMs.
 func (hs *hostState) reboot(method string, force, shutdown bool) soap.HasFault {
@@ -291,9 +291,10 @@ func (hs *hostState) reboot(method string, force, shutdown bool) soap.HasFault {
 	delay := time.Duration(hs.rebootSeconds * float64(time.Second))
 	go func() {
 		time.Sleep(delay)
-		// A test observes the host while it is away, then opens the gate: no race with the timer.
-		for hs.lab.RebootGate != "" {
-			if _, err := os.Stat(hs.lab.RebootGate); err == nil {
+		// The fault switch of a running lab: while the hold file exists the host stays away (a
+		// test observes it, then removes the file: no race with this timer).
+		for hs.lab.RebootHold != "" {
+			if _, err := os.Stat(hs.lab.RebootHold); err != nil {
 				break
 			}
 			time.Sleep(20 * time.Millisecond)

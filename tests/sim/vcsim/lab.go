@@ -51,7 +51,7 @@ type LabHost struct {
 	MaintenanceMode    bool            `json:"maintenance_mode"`
 	RebootSeconds      *float64        `json:"reboot_seconds"`
 	RebootNeverReturns bool            `json:"reboot_never_returns"`
-	RebootGate         string          `json:"reboot_gate"` // optional: back only once this file exists
+	RebootHold         string          `json:"reboot_hold"` // optional: while this file exists, a reboot hangs
 	Capability         map[string]bool `json:"capability"`
 	VgpuCapabilities   map[string]bool `json:"vgpu_capabilities"`
 }
