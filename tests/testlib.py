@@ -202,3 +202,16 @@ COUNTED = ["--min-duration-ms", "0", "--performance-sample-count", "256", "--thr
 OFFLINE_COUNTED = [*COUNTED, "--min-query-count", "4096"]
 SERVER_COUNTED = [*COUNTED, "--min-query-count", "1000", "--target-qps", "500",
                   "--target-latency-ms", "60000", "--raw-seconds", "0"]  # fmt: skip
+
+
+def wait_until(predicate, timeout: float = 60.0, step: float = 0.05) -> bool:
+    """Poll ``predicate`` until it holds or ``timeout`` seconds pass (a deadline, not a guess at
+    how long something takes); its last answer."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(step)
+    return predicate()

@@ -9,7 +9,6 @@ import json
 import subprocess
 import sys
 import tarfile
-from pathlib import Path
 
 import pytest
 
@@ -57,20 +56,6 @@ def committed_results_untouched():
     before = digest()
     yield
     assert digest() == before
-
-
-@pytest.fixture(scope="module")
-def vcsim_binary() -> Path:
-    """miglab's vSphere simulator (built by scripts/build-vcsim.sh; seconds when up to date)."""
-    sys.path.insert(0, str(ROOT / "tests" / "sim"))
-    import vcsim_lab
-
-    try:
-        return vcsim_lab.build()
-    except vcsim_lab.BuildUnavailable as exc:
-        if vcsim_lab.BINARY.is_file():
-            return vcsim_lab.BINARY
-        pytest.skip(f"vSphere simulator unavailable: Go cannot be installed here ({exc})")
 
 
 def test_bench_plan_quick(tmp_path):

@@ -7,8 +7,9 @@
   ``vcsim_lab.Vcsim``: ``delays``, ``reboot_seconds``, ...), stopped when the test ends. Build a
   lab with ``vcsim_lab.lab_json(lab, catalog, host_extra={"*": {...}})`` or edit ``default_lab()``.
 
-The binary is built once per session by scripts/build-vcsim.sh (seconds when up to date); the
-tests are skipped only when Go cannot be installed here (no root, apt-get or package mirror).
+The binary (``vcsim_binary``, tests/conftest.py) is built once per session by
+scripts/build-vcsim.sh (seconds when up to date); the tests are skipped only when Go cannot be
+installed here (no root, apt-get or package mirror).
 """
 
 from __future__ import annotations
@@ -23,16 +24,6 @@ if str(SIM_DIR) not in sys.path:
     sys.path.insert(0, str(SIM_DIR))
 
 import vcsim_lab  # noqa: E402
-
-
-@pytest.fixture(scope="session")
-def vcsim_binary() -> Path:
-    try:
-        return vcsim_lab.build()
-    except vcsim_lab.BuildUnavailable as exc:
-        if vcsim_lab.BINARY.is_file():
-            return vcsim_lab.BINARY
-        pytest.skip(f"vSphere simulator unavailable: Go cannot be installed here ({exc})")
 
 
 @pytest.fixture(scope="session")

@@ -27,18 +27,9 @@ import pytest
 from pyVim.task import WaitForTask
 from pyVmomi import vim
 
-from testlib import ROOT, SERVER_COUNTED, cpu_hog, wait_ready
+from testlib import ROOT, SERVER_COUNTED, cpu_hog, wait_ready, wait_until
 
 STANDINS = ROOT / "tests" / "standins" / "esxi"
-
-
-def _wait(predicate, timeout: float = 120, step: float = 0.1):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(step)
-    return predicate()
 
 
 # --- the guest keeper --------------------------------------------------------------------------
@@ -102,14 +93,14 @@ def test_guest_keeper_survives_vms_created_and_destroyed_under_load(vcsim_factor
                         WaitForTask(vm.Destroy_Task())
                 assert not errors, errors
             # the powered-on VMs got their guest, then lose it when destroyed
-            assert _wait(
+            assert wait_until(
                 lambda: set(powered) <= set(vcsim_daemon.podman_containers(keeper.LABEL))
             ), vcsim_daemon.podman_containers(keeper.LABEL)
             vms = [v for v in dc.vmFolder.childEntity if v.name in powered]
             for vm in vms:
                 WaitForTask(vm.PowerOffVM_Task())
                 WaitForTask(vm.Destroy_Task())
-            assert _wait(
+            assert wait_until(
                 lambda: not set(powered) & set(vcsim_daemon.podman_containers(keeper.LABEL))
             ), vcsim_daemon.podman_containers(keeper.LABEL)
     finally:

@@ -8,7 +8,6 @@ import os
 import ssl
 import subprocess
 import sys
-import time
 
 import pytest
 import vcsim_lab
@@ -18,6 +17,7 @@ from pyVmomi import vim, vmodl
 
 from miglab.catalog import load_catalog
 from miglab.lab import load_lab
+from testlib import wait_until
 
 HOST = "esxi-01.sim.miglab.test"
 VGPU = "grid_a100d-2-20c"
@@ -100,15 +100,6 @@ def create_vm(si, spec, host_name=HOST):
     task = dc.vmFolder.CreateVM_Task(config=spec, pool=cluster.resourcePool, host=host)
     WaitForTask(task)
     return task.info.result
-
-
-def wait_until(predicate, timeout=60.0, step=0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(step)
-    return predicate()
 
 
 def set_shared_direct(si, host):
