@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from testlib import BIN, ROOT, CountingProxy, ansible_env, run_module
+from testlib import BIN, ROOT, CountingProxy, ansible_env, run_module, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sim]
 
@@ -395,7 +395,8 @@ def test_a_host_that_does_not_come_back_from_its_reboot_stops_the_run(first_run,
     try:
         res = _run(
             [str(BIN / "miglab"), "run", str(CAMPAIGN), "--results-dir", str(again), "--resume",
-             "-e", "esxi_graphics_reboot_timeout=15"],
+             "-e", "esxi_graphics_reboot_timeout=15", "-e", "esxi_mig_reboot_timeout=15",
+             "-e", "esxi_vgpu_driver_reboot_timeout=15"],
         )  # fmt: skip
         assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-3000:]
         out = res.stdout + res.stderr
@@ -407,7 +408,11 @@ def test_a_host_that_does_not_come_back_from_its_reboot_stops_the_run(first_run,
         assert {p: p.read_bytes() for p in files} == files
     finally:
         REBOOT_HANGS.unlink(missing_ok=True)  # the host finishes its boot
-    _host_module("esxi_host_maintenance", state="normal", timeout=300)
+    conn = json.loads((ROOT / ".cache" / "sim" / "vcsim.json").read_text())
+    args = {**conn, "esxi_hostname": HOST, "state": "normal", "timeout": 300}
+    # Until vCenter sees it connected again, leaving maintenance mode fails (HostNotConnected).
+    assert wait_until(lambda: not run_module("esxi_host_maintenance", args).get("failed"),
+                      timeout=300, step=2)  # fmt: skip
     res = _run([str(BIN / "miglab"), "run", str(CAMPAIGN), "--results-dir", str(again), "--resume"])
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-4000:]
     assert {p: p.read_bytes() for p in files} == files
@@ -431,11 +436,10 @@ def test_teardown_removes_the_vms_and_their_guests_and_turns_mig_off(first_run):
     )
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
     assert set(mig_modes()) == {"Disabled"}, mig_modes()
-    # The simulator's guest keeper removes a deleted VM's container within a second or two.
-    for _ in range(60):
+
+    # The simulator's guest keeper removes a deleted VM's container (a deadline, not a guess).
+    def guests_left() -> list[str]:
         status = json.loads(_run([str(BIN / "miglab"), "sim", "status", "--json"]).stdout)
-        left = [g for g in status["guests"] if g.startswith("sim-small-")]
-        if not left:
-            break
-        time.sleep(1)
-    assert not left
+        return [g for g in status["guests"] if g.startswith("sim-small-")]
+
+    assert wait_until(lambda: not guests_left(), timeout=300, step=1), guests_left()
