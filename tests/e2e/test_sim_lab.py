@@ -212,8 +212,9 @@ def test_an_invalid_run_fails_the_campaign(chain):
     was collected before stays intact (checksums); the next run redoes only it."""
     again, s1 = chain
     never_long_enough = json.dumps(
-        {"mlperf_min_duration_ms": 3_600_000, "mlperf_target_qps": 0.001}
-    )
+        {"mlperf_extra_args": ["--threads", "1", "--target-qps", "0.001",
+                               "--min-duration-ms", "3600000"]}
+    )  # fmt: skip
     res = _run(
         [str(BIN / "ansible-playbook"), "site.yml", "-e", f"miglab_results_dir={again}",
          "-e", never_long_enough],
