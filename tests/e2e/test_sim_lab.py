@@ -184,10 +184,12 @@ def _wait_for_a_run(vm: str, proc: subprocess.Popen, timeout: float = 600) -> No
     raise AssertionError(f"no MLPerf run started in {vm} within {timeout:.0f} s")
 
 
-def _failed_run_kept_what_it_had(again: Path, s1: dict, out: str) -> None:
+def _failed_run_kept_what_it_had(again: Path, s1: dict, out: str, banner: bool = True) -> None:
+    """What every failed run leaves: no traceback, s1 byte-identical and verified, and (from
+    `miglab run`; ``banner=False`` for a bare ansible-playbook) a report headed by the failure."""
     assert "Traceback" not in out
     report = (again / "sim-small" / "report" / "report.md").read_text()
-    assert "THE CAMPAIGN RUN FAILED" in report
+    assert not banner or "THE CAMPAIGN RUN FAILED" in report
     assert {p: p.read_bytes() for p in s1} == s1
     verify = _run([str(BIN / "miglab"), "results", "verify", str(again / "sim-small" / "s1")])
     assert verify.returncode == 0, verify.stdout + verify.stderr
@@ -223,7 +225,7 @@ def test_an_invalid_run_fails_the_campaign(chain):
     assert res.returncode != 0
     assert "the campaign is not complete: s6 resnet50" in res.stdout
     assert "INVALID" in res.stdout
-    _failed_run_kept_what_it_had(again, s1, res.stdout + res.stderr)
+    _failed_run_kept_what_it_had(again, s1, res.stdout + res.stderr, banner=False)
     report = (again / "sim-small" / "report" / "report.md").read_text()
     assert "LoadGen says INVALID" in report and "min_duration" in report
 
