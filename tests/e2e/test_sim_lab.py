@@ -144,12 +144,19 @@ def test_resume_redoes_nothing_and_a_plain_rerun_is_refused(first_run, results):
 # chain instead of one per fault (they all redo the same wave). s1's collected files must come
 # out byte-identical from every run. The tests depend on their order (pytest keeps file order).
 @pytest.fixture(scope="module")
-def chain(first_run, results, tmp_path_factory) -> tuple[Path, dict]:
-    again = tmp_path_factory.mktemp("chain") / "results"
+def chain(first_run, results, tmp_path_factory):
+    """(results folder, s1's files): on a small tmpfs of its own when one can be mounted (the
+    full-disk fault fills it), else in a plain folder (that fault is then skipped)."""
+    disk = tmp_path_factory.mktemp("chain")
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(disk)],
+                             capture_output=True, text=True, check=False)  # fmt: skip
+    again = disk / "results"
     shutil.copytree(results, again)
     shutil.rmtree(again / "sim-small" / "s6")
     s1 = {p: p.read_bytes() for p in (again / "sim-small" / "s1").rglob("*") if p.is_file()}
-    return again, s1
+    yield again, s1, (disk if mounted.returncode == 0 else None)
+    if mounted.returncode == 0:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
 
 
 def _start_run(again: Path, *extra: str) -> subprocess.Popen:
@@ -212,7 +219,7 @@ def test_an_invalid_run_fails_the_campaign(chain):
     of an hour with a target of 0.001 QPS makes LoadGen issue an Offline query of a few samples,
     which ends long before the hour ("min_duration" not met). The campaign fails, naming it; what
     was collected before stays intact (checksums); the next run redoes only it."""
-    again, s1 = chain
+    again, s1, _ = chain
     never_long_enough = json.dumps(
         {"mlperf_extra_args": ["--threads", "1", "--target-qps", "0.001",
                                "--min-duration-ms", "3600000"]}
@@ -250,7 +257,7 @@ def test_a_refused_power_on_fails_the_run_and_names_it(chain):
     """Fault: vCenter refuses to power a wave's VMs on (no GPU has room: other VMs hold them).
     The run stops with a non-zero exit code, names the failure in its output and in the report
     of what was collected; the collected results stay intact; then the GPUs are freed."""
-    again, s1 = chain
+    again, s1, _ = chain
     blocked = _blockers("poweredon")
     assert not blocked["failed"], blocked.get("msg")
     try:
@@ -270,7 +277,7 @@ def test_a_guest_killed_during_a_run_fails_it(chain):
     """Fault: a VM dies in the middle of an MLPerf run (its container is killed; the simulator
     powers the VM off, as vCenter shows a VM whose VMX died). The run fails naming the VM; the
     report says so; s1 stays intact. (The run itself resumes after the refused power-on.)"""
-    again, s1 = chain
+    again, s1, _ = chain
     vm = "sim-small-s6-vm2"
     proc = _start_run(again)
     try:
@@ -290,7 +297,7 @@ def test_sigint_stops_the_run_and_keeps_the_results(chain):
     """Fault: Ctrl-C (SIGINT) in the middle of a campaign. miglab stops the playbook, says so,
     writes the report of what was collected (headed by the interruption), frees the lab lock and
     exits 130; s1 intact. (The run itself powers the killed VM on again.)"""
-    again, s1 = chain
+    again, s1, _ = chain
     proc = _start_run(again)
     try:
         _wait_for_a_run("sim-small-s6-vm1", proc)
@@ -307,13 +314,38 @@ def test_sigint_stops_the_run_and_keeps_the_results(chain):
     assert ": idle" in status.stdout, status.stdout
 
 
+def test_a_full_results_disk_fails_the_run(chain):
+    """Fault: the controller's results disk is full (the chain's tmpfs, filled up). The fetched
+    run cannot be unpacked: the run fails naming "No space left on device", nothing half-written
+    is left, s1 intact; then the space is freed."""
+    again, s1, disk = chain
+    if disk is None:
+        pytest.skip("cannot mount a tmpfs here")
+    filler = disk / "filler"
+    try:
+        with open(filler, "wb") as f, contextlib.suppress(OSError):
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        res = _run([str(BIN / "miglab"), "run", str(CAMPAIGN), "--results-dir", str(again),
+                    "--resume"])  # fmt: skip
+        assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-3000:]
+        assert "No space left on device" in res.stderr, res.stderr[-3000:]
+        assert "Traceback" not in res.stdout + res.stderr
+        assert {p: p.read_bytes() for p in s1} == s1
+        verify = _run([str(BIN / "miglab"), "results", "verify", str(again / "sim-small")])
+        assert "temp-file" not in verify.stdout and "staging" not in verify.stdout, verify.stdout
+    finally:
+        filler.unlink(missing_ok=True)
+
+
 def test_vcenter_unreachable_mid_run_fails_it_and_resume_finishes(chain, tmp_path):
     """Fault: vCenter goes away while a wave runs (a proxy in front of the simulator is closed
     once the runs have started). The runs in the guests still finish and are collected; the
     wave's power-off fails with "cannot reach"; exit 1, the report names it. Then the chain's
     resume (vCenter back) finishes: the wave is complete, its VMs are powered off, s1 intact,
     every result verified."""
-    again, s1 = chain
+    again, s1, _ = chain
     conn = json.loads((ROOT / ".cache" / "sim" / "vcsim.json").read_text())
     proxy = CountingProxy(int(conn["port"]))
     via_proxy = tmp_path / "vcenter-via-proxy.json"
@@ -336,41 +368,6 @@ def test_vcenter_unreachable_mid_run_fails_it_and_resume_finishes(chain, tmp_pat
     status = json.loads(_run([str(BIN / "miglab"), "sim", "status", "--json"]).stdout)
     assert not [g for g, st in status["guests"].items() if g.startswith("sim-small-") and
                 st == "running"], status  # fmt: skip
-
-
-def test_a_full_results_disk_fails_the_run_and_resume_finishes(first_run, results, tmp_path):
-    """Fault: the controller's results disk is full (a small tmpfs, filled up). The fetched run
-    cannot be unpacked: the run fails naming "No space left on device", nothing half-written is
-    left, s1 intact; with space again, --resume finishes. (Its own copy of the results: they
-    live on that disk.)"""
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(disk)],
-                             capture_output=True, text=True, check=False)  # fmt: skip
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
-    try:
-        again = disk / "results"
-        shutil.copytree(results, again)
-        shutil.rmtree(again / "sim-small" / "s6")
-        s1 = {p: p.read_bytes() for p in (again / "sim-small" / "s1").rglob("*") if p.is_file()}
-        filler = disk / "filler"
-        with open(filler, "wb") as f, contextlib.suppress(OSError):
-            while True:
-                f.write(b"\0" * 65536)
-                f.flush()
-        res = _run([str(BIN / "miglab"), "run", str(CAMPAIGN), "--results-dir", str(again),
-                    "--resume"])  # fmt: skip
-        assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-3000:]
-        assert "No space left on device" in res.stderr, res.stderr[-3000:]
-        assert "Traceback" not in res.stdout + res.stderr
-        assert {p: p.read_bytes() for p in s1} == s1
-        verify = _run([str(BIN / "miglab"), "results", "verify", str(again / "sim-small")])
-        assert "temp-file" not in verify.stdout and "staging" not in verify.stdout, verify.stdout
-        filler.unlink()
-        _resume_finishes(again, s1)
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)
 
 
 def _host_module(name: str, **args) -> dict:
