@@ -323,10 +323,14 @@ def test_a_full_results_disk_fails_the_run(chain):
         pytest.skip("cannot mount a tmpfs here")
     filler = disk / "filler"
     try:
-        with open(filler, "wb") as f, contextlib.suppress(OSError):
-            while True:
-                f.write(b"\0" * 65536)
-                f.flush()
+        # Unbuffered: a buffered file would raise ENOSPC again when it is closed.
+        fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            with contextlib.suppress(OSError):
+                while True:
+                    os.write(fd, b"\0" * 65536)
+        finally:
+            os.close(fd)
         res = _run([str(BIN / "miglab"), "run", str(CAMPAIGN), "--results-dir", str(again),
                     "--resume"])  # fmt: skip
         assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-3000:]
