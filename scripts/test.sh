@@ -26,7 +26,7 @@ SUITE_START=$(date +%s)
 SPLIT=()
 split() {
   local total=$(($(date +%s) - SUITE_START))
-  printf '\n== the split (wall time per part; the total includes the parts run side by side once)\n'
+  printf '\n== the split (wall time per part, seconds; parts run side by side count once in the total)\n'
   printf '%-34s %8s  %s\n' part seconds result
   local row name secs result
   for row in "${SPLIT[@]}"; do
