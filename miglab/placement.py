@@ -529,11 +529,27 @@ def pack(
         return True
 
     nodes = 0
+    # States known to fail. What the remaining VMs can do depends only on which vGPUs each GPU
+    # holds and on each host's vCPU and memory use, not on which of two alike VMs went where:
+    # without this, an infeasible scenario on a few GPUs retries every permutation.
+    dead: set[tuple] = set()
+
+    def state_key(k: int) -> tuple:
+        gpus_key = tuple(
+            sorted(
+                (slot, tuple(sorted(_vgpu_name(v.vgpu) for v in vms)))
+                for slot, vms in state_gpu.items()
+            )
+        )
+        return (k, gpus_key, tuple(sorted(state_vcpu.items())), tuple(sorted(state_mem.items())))
 
     def exact(k: int) -> bool:
         nonlocal nodes
         if k == len(order):
             return True
+        key = state_key(k)
+        if key in dead:
+            return False
         nodes += 1
         if nodes > node_limit:
             raise PackError(f"placement search gave up after {node_limit} steps")
@@ -544,14 +560,21 @@ def pack(
                 if exact(k + 1):
                     return True
                 unplace(slot, vm)
+        dead.add(key)
         return False
 
     if not greedy():
         for slot in list(state_gpu):
             for vm in list(state_gpu[slot]):
                 unplace(slot, vm)
-        # Exact search only where it is affordable; greedy handles large scenarios.
-        if len(order) > EXACT_SEARCH_MAX_VMS or not exact(0):
+        # Exact search only where it is affordable (greedy handles large scenarios) and where
+        # the GPUs' total compute and memory slices could hold the MIG VMs at all (a scheduler
+        # trying a scenario on the GPUs left free would otherwise search in vain).
+        if (
+            len(order) > EXACT_SEARCH_MAX_VMS
+            or not _slices_suffice(order, [hosts[h].gpus[i] for h, i in slots], max_gpus)
+            or not exact(0)
+        ):
             raise PackError(_explain_pack_failure(order, lab, slots, vcpu_cap, mem_cap, max_gpus))
 
     placements: list[VmPlacement] = []
@@ -588,6 +611,24 @@ def pack(
         {h: v for h, v in state_vcpu.items() if v},
         {h: v for h, v in state_mem.items() if v},
     )
+
+
+def _slices_suffice(order: list[VmRequest], models: list[GpuModel], max_gpus: int | None) -> bool:
+    """Whether the MIG VMs' compute and memory slices fit in those of the best ``max_gpus``
+    GPUs: a necessary condition only (placement rules may still refuse)."""
+    mig = [vm.vgpu for vm in order if isinstance(vm.vgpu, MigProfile)]
+    if not mig:
+        return True
+    usable = [m for m in models if m.profiles]
+    if max_gpus is not None:
+        usable_compute = sorted((m.compute_slices for m in usable), reverse=True)[:max_gpus]
+        usable_memory = sorted((m.memory_slices for m in usable), reverse=True)[:max_gpus]
+    else:
+        usable_compute = [m.compute_slices for m in usable]
+        usable_memory = [m.memory_slices for m in usable]
+    return sum(p.slices for p in mig) <= sum(usable_compute) and sum(
+        p.placement_size for p in mig
+    ) <= sum(usable_memory)
 
 
 def _vgpu_name(v: MigProfile | TimeSlicedType) -> str:

@@ -209,6 +209,25 @@ def test_max_gpus_limits_a_scenario(catalog):
         pack(_vms(g, "4g.40gb", 2), _lab(catalog), max_gpus=1)
 
 
+def test_a_scenario_too_big_for_the_free_gpus_is_refused_without_searching(catalog):
+    # More compute slices than the GPUs have: refused by the slice count, before the search
+    # (a scheduler asks this for every GPU left free; it once searched until the step limit).
+    g = catalog.get("A100-PCIE-80GB")
+    lab = _lab(catalog, gpus=2, overcommit=8.0, mem=4096)
+    with pytest.raises(PackError, match="do not fit on 2 GPU"):
+        pack(_vms(g, "1g.10gb", 15, vcpus=4), lab, node_limit=50)
+
+
+def test_alike_vms_are_not_tried_in_every_order(catalog):
+    # 13x 2g.20gb on 4 GPUs: the slices suffice (26 of 28 compute) but at most 3 fit per GPU.
+    # The search remembers failed states: under 300 steps (it took over 10,000 trying every
+    # order of alike VMs).
+    g = catalog.get("A100-PCIE-80GB")
+    lab = _lab(catalog, gpus=4, overcommit=8.0, mem=4096)
+    with pytest.raises(PackError, match="do not fit on 4 GPU"):
+        pack(_vms(g, "2g.20gb", 13, vcpus=4), lab, node_limit=300)
+
+
 def test_render_map_shows_every_slice(catalog):
     g = catalog.get("A100-PCIE-80GB")
     text = fit(g, _profiles(g, ["4g.40gb", "2g.20gb", "1g.10gb"])).render("GPU0", {0: "vm1"})
