@@ -66,7 +66,11 @@ def test_bench_plan_quick(tmp_path):
     rows = table_rows(
         text, "| case | scenarios | VMs | GPUs | best s | median s | planned makespan h |"
     )
-    assert [r.split(" | ")[0] for r in rows] == ["| seed (R750xa, 4 GPUs)", "| 8 hosts x 4 GPUs"]
+    assert [r.split(" | ")[0] for r in rows] == [
+        "| seed (R750xa, 4 GPUs)",
+        "| 2 hosts x 4 GPUs",
+        "| 8 hosts x 4 GPUs",
+    ]
 
 
 def test_bench_vsphere_smoke(tmp_path, vcsim_binary):
