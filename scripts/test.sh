@@ -5,7 +5,7 @@
 #   bash scripts/test.sh -- ARGS    ARGS go to every pytest call (e.g. -x, -k NAME)
 # MIGLAB_SKIP_MOLECULE=1 / MIGLAB_SKIP_SIM=1 skip molecule / the simulated-lab tests.
 # Molecule runs beside the e2e tests (their containers and simulators never share a name or a
-# port): 35.2 min for the whole suite against 44.0 one after the other, and CI's 2-core machine
+# port): 37.7-43.8 min in three fresh-clone runs against 44.0 one after the other; CI's 2-core machine
 # took 45.1 min serial. MIGLAB_TEST_PARALLEL=0 runs molecule after the e2e tests instead.
 # At the end (and when a part fails) it prints the split: each part's wall time and result.
 set -euo pipefail
