@@ -88,7 +88,7 @@ def cpu_dry_run(torch: bool = True) -> None:
     PSC.update({"resnet50": 8, "bert-99": 4})
     if not torch:  # the onnxruntime SUT: nothing of torch is built
         return
-    from miglab.mlperf.sut import torch_sut
+    from miglab.mlperf.guest.sut import torch_sut
 
     torch_sut.BERT_LARGE["num_hidden_layers"] = 2  # a small BERT: the plumbing, not the speed
 
@@ -110,7 +110,7 @@ def simulate_server(engine, qps, batch, inflight, timeout_ms, seconds, seed=0):
     """Poisson arrivals at ``qps`` into the SUT's batcher; latency percentiles (ms)."""
     import numpy as np
 
-    from miglab.mlperf.sut.runner import Runner
+    from miglab.mlperf.guest.sut.runner import Runner
 
     rng = np.random.default_rng(seed)
     n = max(100, int(qps * seconds))
@@ -185,8 +185,8 @@ def explore(args) -> None:
     """Call 1: raw throughput of the eager SUT at several batch sizes + Server calibration."""
     import torch
 
-    from miglab.mlperf.sut.runner import Runner
-    from miglab.mlperf.sut.torch_sut import TorchEngine, default_buckets
+    from miglab.mlperf.guest.sut.runner import Runner
+    from miglab.mlperf.guest.sut.torch_sut import TorchEngine, default_buckets
 
     out = {"torch": torch.__version__, "models": {}}
     flag = Path(args.flag_dir)
@@ -240,8 +240,8 @@ def explore_compile(args) -> None:
     fast (tanh, GEMM-epilogue) GELU and calibrates the Server batcher on the faster one."""
     import torch
 
-    from miglab.mlperf.sut.runner import Runner
-    from miglab.mlperf.sut.torch_sut import TorchEngine, default_buckets
+    from miglab.mlperf.guest.sut.runner import Runner
+    from miglab.mlperf.guest.sut.torch_sut import TorchEngine, default_buckets
 
     bench, b = args.models, args.batch
     res = {"model": bench, "batch": b, "attention": args.attention, "precision": args.precision}
@@ -348,7 +348,7 @@ def _gemm_rates(m: int, k: int, n: int) -> dict:
     and exact accumulation); the eager per-row quantization's time."""
     import torch
 
-    from miglab.mlperf.sut.torch_sut import quantize_rows
+    from miglab.mlperf.guest.sut.torch_sut import quantize_rows
 
     dev = "cuda"
     x = torch.randn(m, k, device=dev, dtype=torch.float16)
@@ -380,9 +380,9 @@ def explore_fp8(args) -> None:
 
     import torch
 
-    from miglab.mlperf.sut import torch_sut
-    from miglab.mlperf.sut.runner import Runner
-    from miglab.mlperf.sut.torch_sut import (
+    from miglab.mlperf.guest.sut import torch_sut
+    from miglab.mlperf.guest.sut.runner import Runner
+    from miglab.mlperf.guest.sut.torch_sut import (
         BERT_LARGE,
         SEQ_LEN,
         TorchEngine,
@@ -466,7 +466,7 @@ def diag_bert(args) -> None:
     of CUDA-graph replays with each attention backend."""
     import torch
 
-    from miglab.mlperf.sut.torch_sut import TorchEngine
+    from miglab.mlperf.guest.sut.torch_sut import TorchEngine
 
     res: dict = {"attention": {}}
     dev = "cuda"
@@ -1048,8 +1048,8 @@ def _meta(run_dir: Path):
 
 
 def collect(results: Path, runs: dict, plan: dict, data: dict) -> dict:
-    from miglab.mlperf.aggregate import aggregate_results
-    from miglab.mlperf.logs import find_run_logs, parse_run
+    from miglab.formats.loadgen import find_run_logs, parse_run
+    from miglab.mlperf.results.aggregate import aggregate_results
 
     recs = []
     if results.exists():

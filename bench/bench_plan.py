@@ -23,11 +23,11 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from miglab.campaign import load_campaign  # noqa: E402
-from miglab.catalog import load_catalog  # noqa: E402
-from miglab.lab import load_lab  # noqa: E402
-from miglab.placement import _fit_cached, _max_fill  # noqa: E402
-from miglab.planning import plan_campaign  # noqa: E402
+from miglab.adapters.inventory import load_lab  # noqa: E402
+from miglab.core.campaign import load_campaign  # noqa: E402
+from miglab.core.catalog import load_catalog  # noqa: E402
+from miglab.core.placement import _fit_cached, _max_fill  # noqa: E402
+from miglab.core.planning import plan_campaign  # noqa: E402
 
 SEED = ROOT / "campaigns" / "r750xa-a100-80gb-mig.yml"
 

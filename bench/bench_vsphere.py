@@ -34,8 +34,8 @@ sys.path.insert(0, str(ROOT))
 
 import vcsim_lab  # noqa: E402
 
-from miglab.catalog import load_catalog  # noqa: E402
-from miglab.placement import Host, Lab  # noqa: E402
+from miglab.core.catalog import load_catalog  # noqa: E402
+from miglab.core.placement import Host, Lab  # noqa: E402
 
 # Per-method latency (ms) in the range a loaded vCenter 7 shows; reads are cheap, tasks are not.
 DELAYS = {

@@ -2,6 +2,6 @@
 
 import sys
 
-from miglab.cli import main
+from miglab.cli.commands import main
 
 sys.exit(main())

@@ -10,20 +10,23 @@ import pytest
 from testlib import ROOT
 
 SIM_DIR = ROOT / "tests" / "sim"
-if str(SIM_DIR) not in sys.path:
-    sys.path.insert(0, str(SIM_DIR))
+# The guest modules' shared code is a file of the collection (module_utils), not of the package.
+MODULE_UTILS = ROOT / "plugins" / "module_utils"
+for _path in (SIM_DIR, MODULE_UTILS):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
 
 
 @pytest.fixture(scope="session")
 def catalog():
-    from miglab.catalog import load_catalog
+    from miglab.core.catalog import load_catalog
 
     return load_catalog()
 
 
 @pytest.fixture(scope="session")
 def sim_lab():
-    from miglab.lab import load_lab
+    from miglab.adapters.inventory import load_lab
 
     return load_lab(ROOT / "inventories" / "sim")
 

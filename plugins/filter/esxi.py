@@ -1,7 +1,8 @@
 """Filters miglab.lab.esxi_*: the ESXi host roles' parsing and decisions, on the controller.
 
 Thin: each filter hands raw command output (esxcli, vmware -vl, nvidia-smi) or vSphere module
-results to :mod:`miglab.esxi` and returns its plain-data answer. The roles run the commands on the
+results to :mod:`miglab.core.esxi` and returns its plain-data answer. The roles run the commands on
+the
 ESXi host; these filters run where Jinja runs, on the controller, which has the miglab package.
 """
 
@@ -11,7 +12,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.miglab.lab.plugins.plugin_utils.values import plain, require
 
 try:
-    from miglab import esxi
+    from miglab.core import esxi
     from miglab.errors import ValidationError
 
     IMPORT_ERROR = None
@@ -43,7 +44,7 @@ def esxi_driver_plan(
     allow_downgrade=False,
     name_pattern=None,
 ):
-    """Raw host facts -> the driver plan (miglab.esxi.plan_driver)."""
+    """Raw host facts -> the driver plan (miglab.core.esxi.plan_driver)."""
     want = {
         "version": version,
         "guest_driver_version": guest_driver_version,

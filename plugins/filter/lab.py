@@ -1,6 +1,6 @@
 """Filters miglab.lab.*: the campaign plan turned into what the lab's modules take.
 
-Thin: each filter hands plain data to :mod:`miglab.planning` and returns its answer.
+Thin: each filter hands plain data to :mod:`miglab.core.planning` and returns its answer.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.miglab.lab.plugins.plugin_utils.values import plain, require
 
 try:
-    from miglab import planning
+    from miglab.core import planning
 
     IMPORT_ERROR = None
 except ImportError as exc:  # reported when a filter is used

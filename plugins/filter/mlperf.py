@@ -1,8 +1,8 @@
 """Filters miglab.lab.mlperf_*: the mlperf role's decisions, on the controller.
 
 Thin: the role runs ``python -m miglab.mlperf.run`` in the guests and fetches the logs; these
-filters build that command line, read the fetched logs with :mod:`miglab.mlperf.logs` and check
-them against their manifest with :mod:`miglab.mlperf.manifest`. They run where Jinja runs, on
+filters build that command line, read the fetched logs with :mod:`miglab.formats.loadgen` and check
+them against their manifest with :mod:`miglab.formats.manifest`. They run where Jinja runs, on
 the controller, which has the miglab package.
 """
 
@@ -15,8 +15,8 @@ from ansible_collections.miglab.lab.plugins.plugin_utils.values import plain, re
 
 try:
     from miglab.errors import ValidationError
-    from miglab.mlperf.logs import parse_run
-    from miglab.mlperf.manifest import MANIFEST, verify_run
+    from miglab.formats.loadgen import parse_run
+    from miglab.formats.manifest import MANIFEST, verify_run
 
     IMPORT_ERROR = None
 except ImportError as exc:  # reported when a filter is used

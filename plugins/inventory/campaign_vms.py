@@ -1,7 +1,9 @@
 """Inventory plugin miglab.lab.campaign_vms: a campaign's benchmark VMs as Ansible hosts.
 
-Thin: :mod:`miglab.inventory_vms` plans the campaign (miglab's own planning, as ``miglab plan``)
-and lists the hosts with their groups and variables; :mod:`miglab.vsphere.guests` reads power
+Thin: :mod:`miglab.core.inventory_vms` plans the campaign (miglab's own planning, as ``miglab
+plan``)
+and lists the hosts with their groups and variables; :mod:`miglab.adapters.vsphere.guests` reads
+power
 states and guest IPs from vCenter. This file maps options and errors to Ansible's.
 """
 
@@ -160,7 +162,7 @@ from ansible.errors import AnsibleParserError  # noqa: E402
 from ansible.plugins.inventory import BaseInventoryPlugin, Constructable  # noqa: E402
 
 try:
-    from miglab import inventory_vms
+    from miglab.core import inventory_vms
     from miglab.errors import ValidationError
 
     IMPORT_ERROR = None
@@ -215,8 +217,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
         try:
             import pyVmomi  # noqa: F401
 
-            from miglab.vsphere.connection import ConnectionSpec, VsphereError
-            from miglab.vsphere.guests import guest_states
+            from miglab.adapters.vsphere.connection import ConnectionSpec, VsphereError
+            from miglab.adapters.vsphere.guests import guest_states
         except ImportError as exc:
             raise AnsibleParserError(
                 f"{self.NAME}: query_vcenter needs pyvmomi on the controller: {exc}"

@@ -1,1 +1,303 @@
-../../miglab/guest.py
+"""Guest-side logic of the guest roles: NVIDIA GRID driver state and Docker's daemon.json.
+
+This file is also shipped to the managed guests as Ansible module_utils (the modules
+``miglab.lab.docker_daemon_json``, ``miglab.lab.nvidia_driver_info`` and
+``miglab.lab.vgpu_license`` import it as ``plugins/module_utils/miglab_guest.py``, a link to this
+file), so it uses only the Python standard library, imports nothing from the rest of miglab and
+never imports Ansible. Python 3.8+ syntax only: guests may run Ubuntu 20.04's Python.
+
+Formats understood, each from real output:
+
+* ``nvidia-smi -q``: the ``Driver Version`` header and, per GPU, ``Product Name``,
+  ``GPU Virtualization Mode / Virtualization Mode`` and the ``vGPU Software Licensed Product``
+  block (``Product Name``, ``License Status : Licensed (Expiry: 2025-3-19 7:29:4 GMT)`` or
+  ``Unlicensed (Unrestricted)`` / ``Unlicensed (Restricted)``), as printed by a vGPU guest
+  (NVIDIA Virtual GPU Client Licensing User Guide, "Verifying the NVIDIA vGPU Software License
+  on a Licensed Client"; the full guest capture quoted in VMware TKGI's "Create GPU Clusters").
+* ``nvidia-installer --version`` / ``NVIDIA-Linux-x86_64-<v>-grid.run --version``:
+  ``nvidia-installer:  version 535.216.01  (buildmeister@...)  <date>``.
+* ``nvidia-smi --version`` (R535+): ``DRIVER version      : 580.159.04``.
+* ``/proc/driver/nvidia/version``: ``NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.216.01
+  ...``; ``/sys/module/nvidia/version``: the bare version.
+* Docker's ``/etc/docker/daemon.json`` (a JSON object); the NVIDIA runtime entry is what
+  ``nvidia-ctk runtime configure --runtime=docker`` writes (NVIDIA container toolkit,
+  pkg/config/engine/docker/docker.go: ``runtimes.<name> = {"args": [], "path": <path>}``, plus
+  ``default-runtime`` with ``--set-as-default``).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+
+__all__ = [
+    "GuestError",
+    "LICENSED_PRODUCT_SECTION",
+    "daemon_json_diff",
+    "dump_daemon_json",
+    "license_problem",
+    "load_daemon_json",
+    "merge_daemon_json",
+    "needs_reboot",
+    "nvidia_runtime_settings",
+    "parse_installer_version",
+    "parse_kernel_module_version",
+    "parse_nvidia_smi_query",
+    "parse_nvidia_smi_version",
+    "version_tuple",
+]
+
+LICENSED_PRODUCT_SECTION = "vGPU Software Licensed Product"
+
+
+class GuestError(ValueError):
+    """Input that cannot be used (unparseable output, invalid daemon.json); the message says why."""
+
+
+# --------------------------------------------------------------------------------------------
+# versions
+# --------------------------------------------------------------------------------------------
+
+_VERSION_RE = re.compile(r"^\d+(?:\.\d+){1,3}$")
+_INSTALLER_RE = re.compile(r"^nvidia-installer:\s+version\s+(?P<v>\d+(?:\.\d+){1,3})\b", re.M)
+_SMI_VERSION_RE = re.compile(r"^DRIVER version\s*:\s*(?P<v>\d+(?:\.\d+){1,3})\s*$", re.M)
+_SMI_Q_DRIVER_RE = re.compile(r"^Driver Version\s*:\s*(?P<v>\d+(?:\.\d+){1,3})\s*$", re.M)
+_NVRM_RE = re.compile(r"Kernel Module\s+(?P<v>\d+(?:\.\d+){1,3})\b")
+
+
+def version_tuple(version: str) -> tuple:
+    """``"535.216.01"`` -> ``(535, 216, 1)``; GuestError if it is not a dotted version."""
+    text = (version or "").strip()
+    if not _VERSION_RE.match(text):
+        raise GuestError(f"not a driver version: {version!r} (expected digits and dots)")
+    return tuple(int(part) for part in text.split("."))
+
+
+def parse_installer_version(text: str) -> str | None:
+    """Version printed by ``nvidia-installer --version`` or ``<driver>.run --version``."""
+    m = _INSTALLER_RE.search(text or "")
+    return m.group("v") if m else None
+
+
+def parse_nvidia_smi_version(text: str) -> str | None:
+    """Driver version from ``nvidia-smi --version`` (or the ``Driver Version`` of ``-q``)."""
+    m = _SMI_VERSION_RE.search(text or "") or _SMI_Q_DRIVER_RE.search(text or "")
+    return m.group("v") if m else None
+
+
+def parse_kernel_module_version(text: str) -> str | None:
+    """Version of the loaded kernel module: ``/proc/driver/nvidia/version`` (NVRM line) or the
+    bare ``/sys/module/nvidia/version``."""
+    text = (text or "").strip()
+    if _VERSION_RE.match(text):
+        return text
+    m = _NVRM_RE.search(text)
+    return m.group("v") if m else None
+
+
+def needs_reboot(
+    *, installed: str | None, loaded: str | None, nouveau_loaded: bool
+) -> tuple[bool, str]:
+    """Whether the guest must reboot for the installed driver to run, and why.
+
+    nouveau still loaded keeps the NVIDIA module from binding the GPU; a loaded NVIDIA module of
+    another version than the installed one means the new module could not be loaded in place.
+    A driver that is installed but not loaded at all (first install) is loaded by the installer
+    or at the next boot; no reboot is forced for it.
+    """
+    if installed and nouveau_loaded:
+        return True, "the nouveau module is loaded; it must be unloaded (blacklisted) by a reboot"
+    if installed and loaded and loaded != installed:
+        return True, f"kernel module {loaded} is loaded but driver {installed} is installed"
+    return False, ""
+
+
+# --------------------------------------------------------------------------------------------
+# nvidia-smi -q
+# --------------------------------------------------------------------------------------------
+
+_KV_RE = re.compile(r"^(?P<indent>\s*)(?P<key>[^:]*?)\s*:\s?(?P<value>.*?)\s*$")
+_GPU_RE = re.compile(
+    r"^GPU\s+(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$"
+)
+_STATUS_RE = re.compile(r"^(?P<state>[^(]+?)\s*(?:\((?P<detail>[^)]*)\))?$")
+
+
+def parse_nvidia_smi_query(text: str) -> dict:
+    """The licence-related part of ``nvidia-smi -q``.
+
+    Returns ``{"driver_version", "cuda_version", "gpus": [...]}``; each GPU is a dict with
+    ``bus_id``, ``product_name``, ``virtualization_mode``, ``licensed_product``,
+    ``license_status`` (verbatim), ``license_state`` (``Licensed``/``Unlicensed``/...),
+    ``license_detail`` (``Expiry: ...``, ``Unrestricted``, ...), ``license_expiry`` and
+    ``licensed`` (bool). GPUs without a ``vGPU Software Licensed Product`` block have ``None``
+    there. GuestError when the text is not ``nvidia-smi -q`` output.
+    """
+    if "NVSMI LOG" not in (text or ""):
+        first = (text or "").strip().splitlines()[:1]
+        raise GuestError(
+            "not nvidia-smi -q output (no 'NVSMI LOG' header)"
+            + (f"; it starts with {first[0][:120]!r}" if first else "; it is empty")
+        )
+    result = {"driver_version": None, "cuda_version": None, "gpus": []}
+    gpu = None
+    stack: list[tuple[int, str]] = []  # (indent, section title) of the open sections
+    for raw in text.splitlines():
+        if not raw.strip():
+            continue
+        m = _GPU_RE.match(raw)
+        if m:
+            gpu = _new_gpu(m.group("bus"))
+            result["gpus"].append(gpu)
+            stack = []
+            continue
+        indent = len(raw.expandtabs()) - len(raw.expandtabs().lstrip(" "))
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        if ":" not in raw:  # a section title ("    MIG Mode")
+            stack.append((indent, raw.strip()))
+            continue
+        kv = _KV_RE.match(raw)
+        if not kv:
+            continue
+        key, value = kv.group("key").strip(), kv.group("value")
+        section = stack[-1][1] if stack else ""
+        if gpu is None:
+            if key == "Driver Version":
+                result["driver_version"] = value
+            elif key == "CUDA Version":
+                result["cuda_version"] = value
+            continue
+        if section == "" and key == "Product Name":
+            gpu["product_name"] = value
+        elif section == "GPU Virtualization Mode" and key == "Virtualization Mode":
+            gpu["virtualization_mode"] = value
+        elif section == LICENSED_PRODUCT_SECTION and key == "Product Name":
+            gpu["licensed_product"] = value
+        elif section == LICENSED_PRODUCT_SECTION and key == "License Status":
+            _set_status(gpu, value)
+    if result["driver_version"] is None:
+        raise GuestError("nvidia-smi -q output without a 'Driver Version' line")
+    return result
+
+
+def _new_gpu(bus_id: str) -> dict:
+    return {
+        "bus_id": bus_id,
+        "product_name": None,
+        "virtualization_mode": None,
+        "licensed_product": None,
+        "license_status": None,
+        "license_state": None,
+        "license_detail": None,
+        "license_expiry": None,
+        "licensed": False,
+    }
+
+
+def _set_status(gpu: dict, value: str) -> None:
+    gpu["license_status"] = value
+    m = _STATUS_RE.match(value)
+    state, detail = (m.group("state"), m.group("detail")) if m else (value, None)
+    gpu["license_state"] = state
+    gpu["license_detail"] = detail
+    if detail and detail.startswith("Expiry:"):
+        gpu["license_expiry"] = detail.split(":", 1)[1].strip()
+    gpu["licensed"] = state == "Licensed"
+
+
+def license_problem(query: dict) -> str | None:
+    """``None`` when every GPU reports a vGPU licence, else one line saying what is missing."""
+    gpus = query.get("gpus") or []
+    if not gpus:
+        return "nvidia-smi -q lists no GPU"
+    problems = []
+    for g in gpus:
+        name = f"GPU {g['bus_id']} ({g.get('product_name') or 'unknown product'})"
+        if g.get("license_status") is None:
+            problems.append(
+                f"{name} has no '{LICENSED_PRODUCT_SECTION}' section (not a vGPU guest driver?)"
+            )
+        elif not g.get("licensed"):
+            problems.append(f"{name} License Status is '{g['license_status']}'")
+    return "; ".join(problems) or None
+
+
+# --------------------------------------------------------------------------------------------
+# Docker daemon.json
+# --------------------------------------------------------------------------------------------
+
+
+def load_daemon_json(text: str | None, path: str = "daemon.json") -> dict:
+    """Parse daemon.json; a missing (None) or blank file is ``{}``. GuestError otherwise."""
+    if text is None or not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise GuestError(
+            f"{path} is not valid JSON ({exc}); fix or remove it, it is left untouched"
+        ) from None
+    if not isinstance(data, dict):
+        raise GuestError(f"{path} must hold a JSON object, not {type(data).__name__}")
+    return data
+
+
+def merge_daemon_json(current: dict, settings: dict, remove: list | tuple = ()) -> dict:
+    """``current`` with ``settings`` merged in, recursively for objects; lists and scalars in
+    ``settings`` replace the current value. Keys of ``current`` not named in ``settings`` are
+    kept (the NVIDIA runtime added by the toolkit survives a later Docker role run). ``remove``
+    lists top-level keys, or dotted paths (``runtimes.nvidia``), to delete. Inputs are not
+    modified."""
+    merged = copy.deepcopy(current)
+    _deep_merge(merged, settings or {})
+    for path in remove or ():
+        _remove_path(merged, str(path).split("."))
+    return merged
+
+
+def _deep_merge(target: dict, updates: dict) -> None:
+    for key, value in updates.items():
+        if isinstance(value, dict) and isinstance(target.get(key), dict):
+            _deep_merge(target[key], value)
+        else:
+            target[key] = copy.deepcopy(value)
+
+
+def _remove_path(data: dict, parts: list) -> None:
+    node = data
+    for part in parts[:-1]:
+        node = node.get(part) if isinstance(node, dict) else None
+        if not isinstance(node, dict):
+            return
+    node.pop(parts[-1], None)
+
+
+def dump_daemon_json(data: dict) -> str:
+    """The text written to daemon.json: 4-space indented like ``nvidia-ctk``, keys in their
+    existing order, a final newline."""
+    return json.dumps(data, indent=4) + "\n"
+
+
+def daemon_json_diff(before: dict | None, after: dict) -> dict:
+    """An Ansible ``diff`` dict (before/after text) for a daemon.json change."""
+    return {
+        "before": "" if before is None else dump_daemon_json(before),
+        "after": dump_daemon_json(after),
+    }
+
+
+def nvidia_runtime_settings(
+    name: str = "nvidia",
+    path: str = "nvidia-container-runtime",
+    set_as_default: bool = False,
+    cdi: bool = False,
+) -> dict:
+    """daemon.json keys that ``nvidia-ctk runtime configure --runtime=docker`` sets."""
+    settings: dict = {"runtimes": {name: {"args": [], "path": path}}}
+    if set_as_default:
+        settings["default-runtime"] = name
+    if cdi:
+        settings["features"] = {"cdi": True}
+    return settings

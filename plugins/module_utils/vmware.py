@@ -8,7 +8,7 @@ import contextlib
 from ansible.module_utils.basic import env_fallback, missing_required_lib
 
 try:
-    from miglab.vsphere.connection import ConnectionSpec, VsphereError, connect, disconnect
+    from miglab.adapters.vsphere.connection import ConnectionSpec, VsphereError, connect, disconnect
 
     HAS_MIGLAB = True
     IMPORT_ERROR = None

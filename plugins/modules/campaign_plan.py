@@ -81,8 +81,8 @@ problems:
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 try:
+    from miglab.core.planning import load_checked, plan_campaign
     from miglab.errors import ValidationError
-    from miglab.planning import load_checked, plan_campaign
 
     HAS_MIGLAB = True
 except ImportError:

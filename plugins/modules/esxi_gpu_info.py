@@ -74,7 +74,7 @@ def main() -> None:
     spec.update({"esxi_hostname": {"type": "list", "elements": "str"}, "cluster": {"type": "str"}})
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
     require_miglab(module)
-    from miglab.vsphere.hosts import find_hosts, gpu_info
+    from miglab.adapters.vsphere.hosts import find_hosts, gpu_info
 
     with vsphere_session(module) as si:
         hosts = find_hosts(si, module.params["esxi_hostname"], module.params["cluster"])

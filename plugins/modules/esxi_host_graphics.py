@@ -85,7 +85,7 @@ def main() -> None:
         argument_spec=spec, supports_check_mode=True, required_one_of=[("esxi_hostname", "cluster")]
     )
     require_miglab(module)
-    from miglab.vsphere.hosts import GRAPHICS_TYPES, ensure_graphics, find_hosts
+    from miglab.adapters.vsphere.hosts import GRAPHICS_TYPES, ensure_graphics, find_hosts
 
     p = module.params
     for dev, gtype in (p["device_types"] or {}).items():

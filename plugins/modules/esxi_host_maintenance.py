@@ -89,8 +89,8 @@ def main() -> None:
     )
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
     require_miglab(module)
-    from miglab.vsphere.connection import VsphereError
-    from miglab.vsphere.hosts import ensure_maintenance, find_hosts, reboot_and_wait
+    from miglab.adapters.vsphere.connection import VsphereError
+    from miglab.adapters.vsphere.hosts import ensure_maintenance, find_hosts, reboot_and_wait
 
     p = module.params
     out = {"changed": False}

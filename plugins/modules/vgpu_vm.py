@@ -197,7 +197,7 @@ DEFAULTS = {
 
 
 def _desired(module) -> list:
-    from miglab.vsphere.vmspec import VmDesired, required_mmio_gb
+    from miglab.adapters.vsphere.vmspec import VmDesired, required_mmio_gb
 
     p = module.params
     items = p["vms"] if p["vms"] is not None else ([{"name": p["name"]}] if p["name"] else [])
@@ -258,7 +258,7 @@ def main() -> None:
         argument_spec=spec, supports_check_mode=True, mutually_exclusive=[("name", "vms")]
     )
     require_miglab(module)
-    from miglab.vsphere.vms import VmConverger
+    from miglab.adapters.vsphere.vms import VmConverger
 
     wanted = _desired(module)
     with vsphere_session(module) as si:

@@ -82,7 +82,7 @@ def main() -> None:
     )
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
     require_miglab(module)
-    from miglab.vsphere.guests import read_guests
+    from miglab.adapters.vsphere.guests import read_guests
 
     names = list(dict.fromkeys(module.params["names"]))
     started = time.monotonic()

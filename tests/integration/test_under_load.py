@@ -4,7 +4,7 @@
   created shows in the property collector before its name does: the keeper died of that once,
   ``KeyError: 'name'``, in the first `bash scripts/demo.sh` of a fresh clone);
 - the two-phase MLPerf start barrier with several runs at once, released as the mlperf role does
-  it (one ``python -m miglab.mlperf.barrier release`` per run);
+  it (one ``python -m miglab.mlperf.guest.barrier release`` per run);
 - the lab lock, taken by many `miglab run`-like processes at one moment, with and without a
   stale lock of a dead run to take over.
 
@@ -119,7 +119,7 @@ def test_guest_keeper_survives_vms_created_and_destroyed_under_load(vcsim_factor
 def test_start_barrier_releases_every_run_together_under_load(tmp_path):
     pytest.importorskip("mlperf_loadgen")
     pytest.importorskip("onnxruntime")
-    from miglab.mlperf.aggregate import aggregate_results
+    from miglab.mlperf.results.aggregate import aggregate_results
 
     root = tmp_path / "load-lab"
     vms = [f"vm{i}" for i in range(1, 5)]
@@ -141,7 +141,7 @@ def test_start_barrier_releases_every_run_together_under_load(tmp_path):
             start_at = time.time() + 2.0
             releases = [
                 subprocess.Popen(
-                    [sys.executable, "-m", "miglab.mlperf.barrier", "release", str(b),
+                    [sys.executable, "-m", "miglab.mlperf.guest.barrier", "release", str(b),
                      f"{start_at}", "--timeout", "300"],
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                 )
@@ -174,7 +174,7 @@ def test_start_barrier_releases_every_run_together_under_load(tmp_path):
 CONTENDER = r"""
 import os, sys, time
 from pathlib import Path
-from miglab.lock import LabBusy, LabLock
+from miglab.adapters.lock import LabBusy, LabLock
 
 lock, inside, go = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
 while not go.exists():
@@ -196,7 +196,7 @@ except LabBusy as exc:
 
 @pytest.mark.parametrize("stale", [False, True], ids=["free", "stale-lock-of-a-dead-run"])
 def test_lab_lock_has_one_holder_when_many_take_it_at_once_under_load(tmp_path, stale):
-    from miglab.lock import lock_path
+    from miglab.adapters.lock import lock_path
 
     lock = lock_path("inventories/sim", tmp_path / "locks")
     lock.parent.mkdir()

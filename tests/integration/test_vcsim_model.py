@@ -15,8 +15,8 @@ from pyVim.connect import Disconnect, SmartConnect
 from pyVim.task import WaitForTask
 from pyVmomi import vim, vmodl
 
-from miglab.catalog import load_catalog
-from miglab.lab import load_lab
+from miglab.adapters.inventory import load_lab
+from miglab.core.catalog import load_catalog
 from testlib import wait_until
 
 HOST = "esxi-01.sim.miglab.test"

@@ -129,7 +129,7 @@ def test_create_rerun_reconfigure_absent(vcsim):
 def test_default_mmio_from_catalog(vcsim):
     res = run_module("vgpu_vm", vm_args(vcsim, "it-mmio"))
     assert not res["failed"], res.get("msg")
-    # NVIDIA documents 256 GB for A100 80GB (miglab/catalog/gpus/a100-pcie-80gb.yaml)
+    # NVIDIA documents 256 GB for A100 80GB (miglab/core/catalog/gpus/a100-pcie-80gb.yaml)
     assert read_vm(vcsim, "it-mmio")["extra"]["pciPassthru.64bitMMIOSizeGB"] == "256"
     assert not res.get("warnings")
     run_module("vgpu_vm", {**conn(vcsim), "name": "it-mmio", "state": "absent"})
@@ -296,8 +296,8 @@ def test_host_that_never_returns_is_a_clear_error(vcsim_factory):
 
 
 def _two_host_lab():
-    from miglab.catalog import load_catalog
-    from miglab.placement import Host, Lab
+    from miglab.core.catalog import load_catalog
+    from miglab.core.placement import Host, Lab
 
     cat = load_catalog()
     a100 = cat.get("A100-PCIE-80GB")

@@ -273,8 +273,8 @@ def _ansible_playbook(args: list[str], *, log_name: str) -> int:
 
 def _lab(inventory: Path):
     sys.path.insert(0, str(ROOT))
-    from miglab.catalog import load_catalog
-    from miglab.lab import load_lab
+    from miglab.adapters.inventory import load_lab
+    from miglab.core.catalog import load_catalog
 
     return load_lab(inventory, load_catalog())
 

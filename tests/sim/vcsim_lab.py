@@ -1,11 +1,11 @@
 """miglab's vSphere simulator from Python (test infrastructure).
 
-``lab_json(lab, catalog)`` turns a :class:`miglab.placement.Lab` into the simulator's lab file
+``lab_json(lab, catalog)`` turns a :class:`miglab.core.placement.Lab` into the simulator's lab file
 (schema: ``tests/sim/vcsim/README.md``); :class:`Vcsim` writes that file and a throwaway CA and
 server certificate, starts ``.cache/vcsim/miglab-vcsim`` (built by ``scripts/build-vcsim.sh``) on
 a free loopback port and stops it again::
 
-    from miglab.lab import load_lab
+    from miglab.adapters.inventory import load_lab
     with Vcsim(lab_json(load_lab("inventories/sim"))) as sim:
         si = sim.connect()          # pyVmomi ServiceInstance, TLS verified against sim.ca_file
         ...
@@ -80,12 +80,13 @@ def lab_json(
     network: str = "VM Network",
     host_extra: dict[str, dict] | None = None,
 ) -> dict:
-    """The simulator's lab file for a miglab ``Lab`` (``miglab.lab.load_lab``).
+    """The simulator's lab file for a miglab ``Lab`` (``miglab.adapters.inventory.load_lab``).
 
     Each host gets its CPUs and memory, one NVIDIA PCI device per GPU (the catalog's first PCI
     device id and product name, framebuffer ``memory_gib`` x 1024 MiB, MIG compute slices) and as
     vGPU types the MIG-backed and time-sliced types of its GPU models. ``catalog``
-    (``miglab.catalog.load_catalog()``), when given, resolves each GPU model again by name, so a
+    (``miglab.core.catalog.load_catalog()``), when given, resolves each GPU model again by name, so
+    a
     catalog with newer data wins; models it does not know are used as the lab holds them.
     ``graphics_type`` / ``assignment_policy`` are every host's starting graphics configuration;
     ``host_extra`` adds lab-file keys per host name, ``"*"`` for every host (e.g.
@@ -133,8 +134,8 @@ def lab_json(
 
 def default_lab() -> dict:
     """The lab file of the built-in simulated lab (inventories/sim)."""
-    from miglab.catalog import load_catalog
-    from miglab.lab import load_lab
+    from miglab.adapters.inventory import load_lab
+    from miglab.core.catalog import load_catalog
 
     catalog = load_catalog()
     return lab_json(load_lab(ROOT / "inventories" / "sim", catalog), catalog)

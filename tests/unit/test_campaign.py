@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from miglab.campaign import load_campaign
+from miglab.core.campaign import load_campaign
 from miglab.errors import ValidationError
 from testlib import ROOT, SEED, run_cli
 
@@ -37,7 +37,7 @@ def test_seed_campaign_is_valid_and_fits(sim_lab):
 
 
 def test_h200_example_campaign_is_valid():
-    from miglab.lab import load_lab
+    from miglab.adapters.inventory import load_lab
 
     path = ROOT / "campaigns" / "h200-sxm-mig.yml"
     lab = load_lab(ROOT / "inventories" / "example-h200")

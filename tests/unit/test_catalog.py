@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from miglab.catalog import MigProfile, TimeSlicedType, UnknownName
+from miglab.core.catalog import MigProfile, TimeSlicedType, UnknownName
 
 REQUIRED = [
     "A100-PCIE-40GB",

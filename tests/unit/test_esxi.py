@@ -1,4 +1,5 @@
-"""miglab.esxi: parsers on real ESXi / nvidia-smi output (tests/fixtures/esxi, see its README) and
+"""miglab.core.esxi: parsers on real ESXi / nvidia-smi output (tests/fixtures/esxi, see its README)
+and
 the decisions the ESXi host roles take (driver plan, MIG plan, graphics)."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from miglab import esxi
+from miglab.core import esxi
 from miglab.errors import ValidationError
 from testlib import ROOT
 
@@ -423,7 +424,7 @@ A100 = "NVIDIA A100 80GB PCIe"
 
 
 def test_mig_wanted_from_the_seed_campaign_plan():
-    from miglab.planning import load_checked, plan_campaign
+    from miglab.core.planning import load_checked, plan_campaign
 
     campaign, lab = load_checked(ROOT / "campaigns" / "r750xa-a100-80gb-mig.yml", None)
     plan = plan_campaign(campaign, lab).as_json()

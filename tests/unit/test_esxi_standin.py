@@ -1,4 +1,5 @@
-"""The ESXi shell stand-in (tests/standins/esxi) prints what miglab.esxi reads from a real host,
+"""The ESXi shell stand-in (tests/standins/esxi) prints what miglab.core.esxi reads from a real
+host,
 and keeps a host's state across commands: install, boot, MIG modes, GPU reset."""
 
 from __future__ import annotations
@@ -9,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from miglab import esxi, nvsmi
+from miglab.core import esxi
+from miglab.formats import nvsmi
 from testlib import ROOT
 
 STANDIN = ROOT / "tests" / "standins" / "esxi"

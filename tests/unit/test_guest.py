@@ -1,4 +1,5 @@
-"""miglab.guest: GRID driver / licence state from real nvidia-smi output, daemon.json merging,
+"""plugins/module_utils/miglab_guest.py: GRID driver / licence state from real nvidia-smi output,
+daemon.json merging,
 and the NVIDIA stand-ins of tests/standins checked against the same parsers."""
 
 from __future__ import annotations
@@ -13,8 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from miglab.guest import (
+from miglab_guest import (
     GuestError,
     daemon_json_diff,
     dump_daemon_json,
@@ -302,7 +302,7 @@ def test_dump_and_diff():
 
 def test_guest_module_is_standalone():
     """It is shipped to guests as module_utils: standard library only, no miglab, no Ansible."""
-    source = (ROOT / "miglab" / "guest.py").read_text()
+    source = (ROOT / "plugins" / "module_utils" / "miglab_guest.py").read_text()
     imports = [line for line in source.splitlines() if line.startswith(("import ", "from "))]
     assert imports == [
         "from __future__ import annotations",
@@ -310,8 +310,9 @@ def test_guest_module_is_standalone():
         "import json",
         "import re",
     ]
-    link = ROOT / "plugins" / "module_utils" / "miglab_guest.py"
-    assert link.resolve() == (ROOT / "miglab" / "guest.py").resolve()
+    # a real file of the collection, not a link into the package (a tarball without the package
+    # would ship a dangling link)
+    assert not (ROOT / "plugins" / "module_utils" / "miglab_guest.py").is_symlink()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""miglab.inventory_vms: a campaign plan as ordered inventory hosts (the campaign_vms plugin's
+"""miglab.core.inventory_vms: a campaign plan as ordered inventory hosts (the campaign_vms plugin's
 core), the vCenter settings it reads, and the lab folder that holds a plugin configuration."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import textwrap
 
 import pytest
 
-from miglab import inventory_vms as iv
+from miglab.adapters.inventory import load_lab
+from miglab.core import inventory_vms as iv
 from miglab.errors import ValidationError
-from miglab.lab import load_lab
 from testlib import ROOT, SEED
 
 SIM = ROOT / "inventories" / "sim"
@@ -96,7 +96,7 @@ def test_seed_host_vars(seed):
     assert vm["vcpus"] == 32 and vm["memory_gb"] == vm["memory_reservation_gb"] == 64
     assert vm["mmio_gb"] == 64
     # the same data as `miglab plan --json`
-    from miglab.planning import load_checked, plan_campaign
+    from miglab.core.planning import load_checked, plan_campaign
 
     plan = plan_campaign(*load_checked(SEED, SIM)).as_json()
     (s6,) = (s for s in plan["scenarios"] if s["id"] == "s6")
@@ -162,7 +162,7 @@ def test_vcenter_vars():
 
 
 def test_guest_ip_mapping_with_a_fake_collector(monkeypatch):
-    from miglab.vsphere import guests
+    from miglab.adapters.vsphere import guests
 
     rows = [
         {"name": "a", "runtime.powerState": "poweredOn", "guest.ipAddress": "192.0.2.10"},

@@ -6,8 +6,8 @@ import textwrap
 
 import pytest
 
+from miglab.adapters.inventory import load_lab
 from miglab.errors import ValidationError
-from miglab.lab import load_lab
 
 INV = textwrap.dedent("""\
     all:
@@ -77,7 +77,7 @@ def test_inventory_without_hosts(tmp_path):
 
 
 def test_campaign_gpu_missing_from_lab(tmp_path, catalog):
-    from miglab.campaign import load_campaign
+    from miglab.core.campaign import load_campaign
     from testlib import SEED
 
     f = tmp_path / "hosts.yml"

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from miglab.lock import LabBusy, LabLock, lock_path, read
+from miglab.adapters.lock import LabBusy, LabLock, lock_path, read
 
 
 def test_second_holder_is_refused(tmp_path):
@@ -20,7 +20,8 @@ def test_second_holder_is_refused(tmp_path):
             [
                 sys.executable,
                 "-c",
-                "import sys; from pathlib import Path; from miglab.lock import LabLock, LabBusy\n"
+                "import sys; from pathlib import Path\n"
+                "from miglab.adapters.lock import LabLock, LabBusy\n"
                 "try:\n    LabLock(Path(sys.argv[1]), 'sim', 'other').__enter__()\n"
                 "except LabBusy as e:\n    print(e); sys.exit(3)\n",
                 str(path),

@@ -12,8 +12,8 @@ import time
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from miglab.planning import load_checked, plan_campaign, vm_spec
-from miglab.runner import Progress
+from miglab.adapters.runner import Progress
+from miglab.core.planning import load_checked, plan_campaign, vm_spec
 from testlib import FIXTURES, ROOT, SEED, run_cli
 
 DELL_OFFLINE = (
@@ -139,8 +139,8 @@ def test_progress_phases_from_play_names_and_roles():
 def test_two_phase_barrier(tmp_path):
     import threading
 
-    from miglab.mlperf.backends import BackendError
-    from miglab.mlperf.run import await_go
+    from miglab.mlperf.guest.backends import BackendError
+    from miglab.mlperf.guest.run import await_go
 
     def release():
         while not (tmp_path / "state").exists():
@@ -173,7 +173,7 @@ def test_a_second_run_against_a_lab_in_use_is_refused(tmp_path):
     import json as _json
     import socket
 
-    from miglab.lock import lock_path
+    from miglab.adapters.lock import lock_path
 
     lab = tmp_path / "lab"
     lab.mkdir()

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from miglab.errors import ValidationError
-from miglab.migparted import DeviceConfig, MigPartedSpec, dump, load, profile_name_problem
+from miglab.formats.migparted import DeviceConfig, MigPartedSpec, dump, load, profile_name_problem
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "mig-parted"
 

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from miglab.cli.results import main
 from miglab.errors import ValidationError
-from miglab.mlperf.aggregate import aggregate_results, campaign_context, normalize_plan
-from miglab.mlperf.cli import main
+from miglab.mlperf.results.aggregate import aggregate_results, campaign_context, normalize_plan
 from testlib import FIXTURES, SEED, edit_mllog
 
 RESULTS = FIXTURES / "mlperf/inference_results_v1.1/closed/Dell/results"
@@ -363,7 +363,7 @@ def test_cli_parse(seed_tree):
 
 
 def test_plan_json_names_vm_profiles(seed_tree):
-    from miglab.planning import load_checked, plan_campaign
+    from miglab.core.planning import load_checked, plan_campaign
 
     plan_json = plan_campaign(*load_checked(SEED, None)).as_json()  # `miglab plan --json`
     plans = normalize_plan(plan_json)

@@ -1,4 +1,4 @@
-"""miglab.mlperf.barrier: the guest side of the two-phase start barrier -- the controller's
+"""miglab.mlperf.guest.barrier: the guest side of the two-phase start barrier -- the controller's
 release writes the start moment and waits in the guest until the run has ended (one call per
 guest, no polling from the controller); a run that dies without a result is named."""
 
@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from miglab.mlperf import barrier
+from miglab.mlperf.guest import barrier
 
 
 def _later(seconds, fn):
@@ -54,14 +54,14 @@ def test_release_cli_answers_one_json_line(tmp_path):
     barrier.write_state(tmp_path, "ready")
     _later(0.5, lambda: barrier.write_state(tmp_path, "done 0"))
     res = subprocess.run(
-        [sys.executable, "-m", "miglab.mlperf.barrier", "release", str(tmp_path), "99.5"],
+        [sys.executable, "-m", "miglab.mlperf.guest.barrier", "release", str(tmp_path), "99.5"],
         capture_output=True, text=True, timeout=30,
     )  # fmt: skip
     assert res.returncode == 0, res.stderr
     # "done" can only have been read after the run wrote it: release waited for the end
     assert json.loads(res.stdout) == {"state": "done", "rc": 0, "line": "done 0"}
     res = subprocess.run(
-        [sys.executable, "-m", "miglab.mlperf.barrier", "release", str(tmp_path / "no"), "1"],
+        [sys.executable, "-m", "miglab.mlperf.guest.barrier", "release", str(tmp_path / "no"), "1"],
         capture_output=True, text=True, timeout=30,
     )  # fmt: skip
     assert res.returncode == 1 and "no barrier folder" in res.stderr

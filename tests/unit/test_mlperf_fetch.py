@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from miglab.mlperf.manifest import MANIFEST, verify_run, verify_tree, write_manifest
-from miglab.mlperf.run import pack
+from miglab.formats.manifest import MANIFEST, verify_run, verify_tree, write_manifest
+from miglab.mlperf.guest.run import pack
 from testlib import FIXTURES, ROOT
 
 DELL_RUN = (

@@ -74,7 +74,7 @@ def test_run_args_in_runner_order(filters):
         "--start-at", "1700000000", "--overwrite", "--threads", "1",
     ]  # fmt: skip
     # the command line parses with the runner's own parser
-    from miglab.mlperf.run import build_parser
+    from miglab.mlperf.guest.run import build_parser
 
     a = build_parser().parse_args(argv)
     assert (a.run, a.start_at, a.overwrite, a.threads) == (2, 1700000000.0, True, 1)
@@ -135,7 +135,7 @@ def test_matrix_runs_outermost(filters):
 
 
 def test_verify_run_manifest(filters, tmp_path):
-    from miglab.mlperf.manifest import write_manifest
+    from miglab.formats.manifest import write_manifest
 
     run = copy_run(tmp_path / "vm1")
     check = filters["mlperf_verify_run"](str(run))

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from miglab.errors import ValidationError
-from miglab.mlperf.logs import (
+from miglab.formats.loadgen import (
     loadgen_release,
     metric_for,
     parse_paths,

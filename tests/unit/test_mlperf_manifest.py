@@ -1,4 +1,4 @@
-"""Atomic result files, MANIFEST.sha256 and ``miglab results verify`` (miglab/mlperf/manifest.py).
+"""Atomic result files, MANIFEST.sha256 and ``miglab results verify`` (miglab/formats/manifest.py).
 
 Run folders are copies of Dell's real MLPerf v1.1 R750xa ResNet50 Offline logs
 (tests/fixtures/mlperf); each test tampers with one thing and checks that exactly that is found.
@@ -16,8 +16,8 @@ import sys
 import pytest
 
 from miglab.errors import ValidationError
-from miglab.mlperf import manifest as mf
-from miglab.mlperf.manifest import (
+from miglab.formats import manifest as mf
+from miglab.formats.manifest import (
     MANIFEST,
     atomic_copy,
     atomic_write_bytes,
@@ -253,9 +253,9 @@ def test_replace_dir_failure_keeps_the_old_folder(tmp_path, monkeypatch):
 
 
 def test_module_command_line(tmp_path):
-    """`python -m miglab.mlperf.manifest write|replace`, as the mlperf role's fetch runs it."""
+    """`python -m miglab.formats.manifest write|replace`, as the mlperf role's fetch runs it."""
     run = make_run(tmp_path / "stage", manifest=False)
-    py = [sys.executable, "-m", "miglab.mlperf.manifest"]
+    py = [sys.executable, "-m", "miglab.formats.manifest"]
     out = subprocess.run([*py, "write", str(run)], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0 and out.stdout == f"wrote {run / MANIFEST}\n"
     assert out.stderr == ""  # no runpy warning about a module imported twice
@@ -303,8 +303,8 @@ def test_cli_verify_ok_problems_and_missing(tree):
 def test_install_fetched_swaps_a_packed_run_in_and_refuses_a_bad_one(tmp_path):
     """The controller's side of the fetch in one call: unpack into a staging folder, check the
     manifest, swap in; a run whose files do not match leaves the old folder as it was."""
-    from miglab.mlperf.manifest import FetchRefused, install_fetched
-    from miglab.mlperf.run import pack
+    from miglab.formats.manifest import FetchRefused, install_fetched
+    from miglab.mlperf.guest.run import pack
 
     guest = tmp_path / "guest" / "run_2"
     guest.mkdir(parents=True)

@@ -21,8 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from miglab.mlperf.backends import BACKENDS, BackendError, get_backend
-from miglab.mlperf.backends.nvidia import (
+from miglab.formats.loadgen import RUN_META, parse_run, read_run_meta
+from miglab.mlperf.guest.backends import BACKENDS, BackendError, get_backend
+from miglab.mlperf.guest.backends.nvidia import (
     NvidiaBackend,
     NvidiaSettings,
     collect_logs,
@@ -33,7 +34,6 @@ from miglab.mlperf.backends.nvidia import (
     scale_config,
     vm_system,
 )
-from miglab.mlperf.logs import RUN_META, parse_run, read_run_meta
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "mlperf" / "inference_results_v1.1"
 DELL = FIX / "closed" / "Dell" / "results"
@@ -368,7 +368,7 @@ def test_collect_logs_into_results_tree(harness, tmp_path):
     assert (rm.backend, rm.weights, rm.profile, rm.run) == ("nvidia", "real", "1g.10gb", 2)
     rec = parse_run(run_dir)
     assert rec.valid and rec.value == 136656 and rec.benchmark == "resnet50"
-    from miglab.mlperf.manifest import verify_run
+    from miglab.formats.manifest import verify_run
 
     assert (run_dir / "MANIFEST.sha256").is_file() and verify_run(run_dir) == []
     with pytest.raises(BackendError, match="already holds"):
@@ -460,12 +460,14 @@ def test_templates_are_package_data():
     data = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
     assert (
         "templates/nvidia/*.j2"
-        in data["tool"]["setuptools"]["package-data"]["miglab.mlperf.backends"]
+        in data["tool"]["setuptools"]["package-data"]["miglab.mlperf.guest.backends"]
     )
     from importlib import resources
 
     names = {
         p.name
-        for p in resources.files("miglab.mlperf.backends").joinpath("templates/nvidia").iterdir()
+        for p in resources.files("miglab.mlperf.guest.backends")
+        .joinpath("templates/nvidia")
+        .iterdir()
     }
     assert {"system_entry.py.j2", "config.py.j2"} <= names

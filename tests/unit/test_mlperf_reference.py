@@ -26,13 +26,13 @@ pytest.importorskip("mlperf_loadgen")
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
 
-from miglab.mlperf.aggregate import aggregate_results  # noqa: E402
-from miglab.mlperf.backends import BackendError, get_backend, run_dir_for  # noqa: E402
-from miglab.mlperf.backends.reference import ReferenceSettings, load_test_settings  # noqa: E402
-from miglab.mlperf.logs import parse_run  # noqa: E402
-from miglab.mlperf.sut.base import Engine, Pending  # noqa: E402
-from miglab.mlperf.sut.runner import Runner  # noqa: E402
-from miglab.mlperf.sut.tiny import make_tiny_model  # noqa: E402
+from miglab.formats.loadgen import parse_run  # noqa: E402
+from miglab.mlperf.guest.backends import BackendError, get_backend, run_dir_for  # noqa: E402
+from miglab.mlperf.guest.backends.reference import ReferenceSettings, load_test_settings  # noqa: E402
+from miglab.mlperf.guest.sut.base import Engine, Pending  # noqa: E402
+from miglab.mlperf.guest.sut.runner import Runner  # noqa: E402
+from miglab.mlperf.guest.sut.tiny import make_tiny_model  # noqa: E402
+from miglab.mlperf.results.aggregate import aggregate_results  # noqa: E402
 from testlib import OFFLINE_COUNTED, SERVER_COUNTED, release_together  # noqa: E402
 
 SHORT = [
@@ -141,7 +141,7 @@ def test_layout_metadata_and_collector(lab_results):
     assert rec.valid and rec.loadgen_validity == "VALID"
     assert rec.scenario == "Server" and rec.mode == "PerformanceOnly"
     # written last: the checksums of every file of the run folder, nothing left over
-    from miglab.mlperf.manifest import MANIFEST, read_manifest, verify_run
+    from miglab.formats.manifest import MANIFEST, read_manifest, verify_run
 
     listed, bad = read_manifest(run / MANIFEST)
     assert not bad and {p.name for p in run.iterdir()} == set(listed) | {MANIFEST}

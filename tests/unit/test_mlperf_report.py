@@ -16,9 +16,9 @@ from contextlib import redirect_stdout
 
 import pytest
 
-from miglab.mlperf.aggregate import aggregate_results, campaign_context
-from miglab.mlperf.cli import main
-from miglab.mlperf.report import format_value, write_report
+from miglab.cli.results import main
+from miglab.mlperf.results.aggregate import aggregate_results, campaign_context
+from miglab.mlperf.results.report import format_value, write_report
 from testlib import FIXTURES, SEED, run_cli
 
 OFFLINE = (

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from miglab.mlperf.backends import BackendError
-from miglab.mlperf.backends.reference import ReferenceBackend, ReferenceSettings
-from miglab.mlperf.run import build_parser, settings_from_args
-from miglab.mlperf.sut.torch_sut import PRECISIONS, check_precision
+from miglab.mlperf.guest.backends import BackendError
+from miglab.mlperf.guest.backends.reference import ReferenceBackend, ReferenceSettings
+from miglab.mlperf.guest.run import build_parser, settings_from_args
+from miglab.mlperf.guest.sut.torch_sut import PRECISIONS, check_precision
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -103,7 +103,7 @@ def test_bench_command_passes_precision_to_bert_offline_only(tmp_path):
 # --- torch on the CPU --------------------------------------------------------------------------
 def test_quantize_rows():
     torch = pytest.importorskip("torch")
-    from miglab.mlperf.sut.torch_sut import FP8_MAX, quantize_rows
+    from miglab.mlperf.guest.sut.torch_sut import FP8_MAX, quantize_rows
 
     g = torch.Generator().manual_seed(0)
     x = torch.randn(8, 64, generator=g) * torch.logspace(-3, 3, 8)[:, None]
@@ -124,7 +124,7 @@ def test_fp8_bert_forward_on_cpu_is_close_to_fp32():
     pytest.importorskip("transformers")
     import numpy as np
 
-    from miglab.mlperf.sut import torch_sut
+    from miglab.mlperf.guest.sut import torch_sut
 
     saved = dict(torch_sut.BERT_LARGE)
     torch_sut.BERT_LARGE.update(num_hidden_layers=2)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from miglab.errors import ValidationError
-from miglab.nvsmi import (
+from miglab.formats.nvsmi import (
     ENGINE_KEYS,
     PROFILE_KEYS,
     QUERY_KEYS,

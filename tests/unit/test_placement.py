@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from miglab.placement import Host, Lab, PackError, VmRequest, count_problems, fit, pack
+from miglab.core.placement import Host, Lab, PackError, VmRequest, count_problems, fit, pack
 
 # NVIDIA MIG User Guide, "A100 MIG profiles" combination diagram (A100 80GB: same shape as 40GB).
 A100_VALID = [
@@ -75,7 +75,7 @@ def test_a100_documented_valid_combinations_fit(catalog, names):
 
 @pytest.mark.parametrize("names, reason", A100_INVALID, ids=lambda x: str(x))
 def test_a100_documented_invalid_combinations_do_not_fit(catalog, names, reason):
-    from miglab.placement import explain_no_fit
+    from miglab.core.placement import explain_no_fit
 
     g = catalog.get("A100-PCIE-80GB")
     assert fit(g, _profiles(g, names)) is None

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from miglab.campaign import load_campaign
-from miglab.schedule import job_duration, plan_schedule
+from miglab.core.campaign import load_campaign
+from miglab.core.schedule import job_duration, plan_schedule
 from testlib import SEED
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from miglab.vsphere.vmspec import (
+from miglab.adapters.vsphere.vmspec import (
     VmDesired,
     changes,
     cold_changes,

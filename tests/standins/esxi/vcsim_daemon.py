@@ -113,8 +113,8 @@ def run(args) -> int:
     import vcsim_lab
     from pyVmomi import vim
 
-    from miglab.catalog import load_catalog
-    from miglab.lab import load_lab
+    from miglab.adapters.inventory import load_lab
+    from miglab.core.catalog import load_catalog
 
     out = Path(args.out)
     stopping = []

@@ -44,8 +44,8 @@ def vcenter():
 
 
 def vcenter_host(name: str) -> dict:
-    """miglab's view of one host through vCenter (miglab.vsphere.hosts.gpu_info)."""
-    from miglab.vsphere.hosts import find_hosts, gpu_info
+    """miglab's view of one host through vCenter (miglab.adapters.vsphere.hosts.gpu_info)."""
+    from miglab.adapters.vsphere.hosts import find_hosts, gpu_info
 
     with vcenter() as si:
         return gpu_info(find_hosts(si, [name])[name])

@@ -1,0 +1,43 @@
+"""Power state and guest IP of many VMs, read in one PropertyCollector round trip."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from miglab.adapters.vsphere import props
+from miglab.adapters.vsphere.connection import ConnectionSpec, VsphereError, connect, disconnect
+
+GUEST_PROPS = ["name", "runtime.powerState", "guest.ipAddress", "config.template"]
+
+
+def read_guests(si, names: Iterable[str]) -> dict[str, dict]:
+    """``{name: {"power_state": "poweredOn"|"poweredOff"|"suspended", "ip": str|None}}`` for
+    the VMs of ``names`` that exist (templates are not VMs); the others are left out."""
+    from pyVmomi import vim
+
+    wanted = set(names)
+    out: dict[str, dict] = {}
+    for _obj, p in props.collect(si, vim.VirtualMachine, GUEST_PROPS):
+        name = p.get("name")
+        if name not in wanted or p.get("config.template") or name in out:
+            continue
+        out[name] = {
+            "power_state": str(p.get("runtime.powerState") or "unknown"),
+            "ip": p.get("guest.ipAddress") or None,
+        }
+    return out
+
+
+def guest_states(spec: ConnectionSpec, names: Iterable[str]) -> dict[str, dict]:
+    """One session: log in, read the VMs of ``names`` (:func:`read_guests`), log out.
+    Raises VsphereError, phrased for the operator, on any failure."""
+    si = connect(spec)
+    try:
+        return read_guests(si, names)
+    except VsphereError:
+        raise
+    except Exception as exc:  # a vSphere fault or a dropped connection, not a miglab bug
+        reason = getattr(exc, "msg", None) or str(exc) or type(exc).__name__
+        raise VsphereError(f"cannot read the VMs from {spec.describe()}: {reason}") from None
+    finally:
+        disconnect(si)

@@ -1,0 +1,196 @@
+"""ESXi host operations through vCenter: graphics settings, maintenance mode, reboot-and-wait,
+and what NVIDIA GPUs and vGPU types a host has."""
+
+from __future__ import annotations
+
+import time
+
+from miglab.adapters.vsphere import props
+from miglab.adapters.vsphere.connection import VsphereError
+from miglab.adapters.vsphere.tasks import wait
+from miglab.core.catalog import load_catalog
+
+NVIDIA_VENDOR_ID = 0x10DE
+GRAPHICS_TYPES = ("shared", "sharedDirect")
+ASSIGNMENT_POLICIES = ("performance", "consolidation")
+
+
+def find_hosts(si, names: list[str] | None = None, cluster: str | None = None) -> dict:
+    """name -> HostSystem for the named hosts (all hosts, or a cluster's, when none named)."""
+    from pyVmomi import vim
+
+    root = None
+    if cluster:
+        clusters = props.by_name(si, vim.ClusterComputeResource)
+        if cluster not in clusters:
+            raise VsphereError(f"cluster {cluster!r} not found")
+        root = clusters[cluster]
+    hosts = props.by_name(si, vim.HostSystem, root)
+    if names:
+        missing = [n for n in names if n not in hosts]
+        if missing:
+            raise VsphereError(
+                f"host(s) not found: {', '.join(missing)} (known: {', '.join(sorted(hosts))})"
+            )
+        return {n: hosts[n] for n in names}
+    return hosts
+
+
+# --- graphics -------------------------------------------------------------------------------------
+def graphics_state(host) -> dict:
+    mgr = host.configManager.graphicsManager
+    if mgr is None:
+        raise VsphereError(f"{host.name}: has no graphics manager")
+    cfg = mgr.graphicsConfig
+    return {
+        "default_graphics_type": getattr(cfg, "hostDefaultGraphicsType", None),
+        "assignment_policy": getattr(cfg, "sharedPassthruAssignmentPolicy", None),
+        "devices": {d.deviceId: d.graphicsType for d in (getattr(cfg, "deviceType", None) or [])},
+    }
+
+
+def ensure_graphics(
+    host,
+    default_graphics_type: str | None,
+    assignment_policy: str | None,
+    device_types: dict[str, str] | None,
+    check_mode: bool,
+) -> dict:
+    """Change only what was asked for; returns {changed, before, after}."""
+    from pyVmomi import vim
+
+    before = graphics_state(host)
+    after = {**before, "devices": dict(before["devices"])}
+    if default_graphics_type is not None:
+        after["default_graphics_type"] = default_graphics_type
+    if assignment_policy is not None:
+        after["assignment_policy"] = assignment_policy
+    for dev, gtype in (device_types or {}).items():
+        after["devices"][dev] = gtype
+    changed = after != before
+    if changed and not check_mode:
+        cfg = vim.host.GraphicsConfig(
+            hostDefaultGraphicsType=after["default_graphics_type"],
+            sharedPassthruAssignmentPolicy=after["assignment_policy"],
+            deviceType=[
+                vim.host.GraphicsConfig.DeviceType(deviceId=k, graphicsType=v)
+                for k, v in sorted(after["devices"].items())
+            ],
+        )
+        host.configManager.graphicsManager.UpdateGraphicsConfig(cfg)
+        after = graphics_state(host)
+    return {"changed": changed, "before": before, "after": after}
+
+
+# --- maintenance mode and reboot ------------------------------------------------------------------
+def ensure_maintenance(
+    host, enabled: bool, check_mode: bool, timeout_s: int = 900, evacuate: bool = True
+) -> bool:
+    if bool(host.runtime.inMaintenanceMode) == enabled:
+        return False
+    if check_mode:
+        return True
+    if enabled:
+        wait(
+            host.EnterMaintenanceMode_Task(timeout=timeout_s, evacuatePoweredOffVms=evacuate),
+            timeout_s + 60,
+            f"{host.name}: enter maintenance mode",
+        )
+    else:
+        wait(
+            host.ExitMaintenanceMode_Task(timeout=timeout_s),
+            timeout_s + 60,
+            f"{host.name}: exit maintenance mode",
+        )
+    return True
+
+
+def reboot_and_wait(
+    host, timeout_s: int = 1200, force: bool = False, poll_s: float = 1.0, down_timeout_s: int = 300
+) -> float:
+    """Reboot the host and wait until vCenter sees it connected again; seconds it took.
+
+    A host first stops answering (connectionState leaves "connected"), then reconnects; both
+    phases are waited for, so a host that never goes down is not mistaken for one that is back.
+    """
+    if not force and not host.runtime.inMaintenanceMode:
+        raise VsphereError(f"{host.name}: not in maintenance mode; enter it first (or force)")
+    start = time.monotonic()
+    wait(host.RebootHost_Task(force=force), 300, f"{host.name}: reboot")
+    went_down = False
+    while time.monotonic() - start < timeout_s:
+        state = str(host.runtime.connectionState)
+        if state != "connected":
+            went_down = True
+        elif went_down:
+            return time.monotonic() - start
+        elif time.monotonic() - start > down_timeout_s:
+            raise VsphereError(
+                f"{host.name}: accepted the reboot but never went down within {down_timeout_s} s"
+            )
+        time.sleep(poll_s)
+    raise VsphereError(
+        f"{host.name}: did not reconnect within {timeout_s} s after reboot "
+        f"(last connection state: {host.runtime.connectionState}); check its "
+        "console — the rollout stops here"
+    )
+
+
+# --- GPU information ------------------------------------------------------------------------------
+def gpu_info(host) -> dict:
+    catalog = load_catalog()
+    hw = host.hardware
+    gpus = []
+    for dev in getattr(hw, "pciDevice", None) or []:
+        if (dev.vendorId & 0xFFFF) != NVIDIA_VENDOR_ID:
+            continue
+        device_id = f"0x{dev.deviceId & 0xFFFF:04x}"
+        try:
+            model = catalog.get(device_id).name
+        except LookupError:
+            model = None
+        gpus.append(
+            {
+                "pci_id": dev.id,
+                "device_id": device_id,
+                "name": dev.deviceName,
+                "vendor": dev.vendorName,
+                "catalog": model,
+            }
+        )
+    config = host.config
+    caps = [
+        {
+            "vgpu": c.vgpu,
+            "disk_snapshot_supported": c.diskSnapshotSupported,
+            "memory_snapshot_supported": c.memorySnapshotSupported,
+            "suspend_supported": c.suspendSupported,
+            "migrate_supported": c.migrateSupported,
+        }
+        for c in (getattr(config, "sharedGpuCapabilities", None) or [])
+    ]
+    graphics = [
+        {
+            "device_name": g.deviceName,
+            "vendor": g.vendorName,
+            "pci_id": g.pciId,
+            "graphics_type": g.graphicsType,
+            "memory_kb": g.memorySizeInKB,
+            "vms": [vm.name for vm in (g.vm or [])],
+        }
+        for g in (getattr(config, "graphicsInfo", None) or [])
+    ]
+    try:
+        gcfg = graphics_state(host)
+    except VsphereError:
+        gcfg = None
+    return {
+        "name": host.name,
+        "connection_state": str(host.runtime.connectionState),
+        "in_maintenance_mode": bool(host.runtime.inMaintenanceMode),
+        "gpus": gpus,
+        "vgpu_types": sorted(getattr(config, "sharedPassthruGpuTypes", None) or []),
+        "vgpu_capabilities": caps,
+        "graphics_info": graphics,
+        "graphics_config": gcfg,
+    }

@@ -1,0 +1,505 @@
+"""Converge many vGPU VMs at once: read all in one round trip, validate all, then submit the
+vCenter tasks concurrently (bounded) and report per VM."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+from dataclasses import dataclass, field
+
+from miglab.adapters.vsphere import props
+from miglab.adapters.vsphere.connection import VsphereError
+from miglab.adapters.vsphere.tasks import wait
+from miglab.adapters.vsphere.vmspec import (
+    VmDesired,
+    changes,
+    cold_changes,
+    current_view,
+    desired_view,
+    required_mmio_gb,
+    vgpu_problems,
+)
+
+VM_PROPS = [
+    "name",
+    "config.guestId",
+    "config.hardware.numCPU",
+    "config.hardware.memoryMB",
+    "config.memoryReservationLockedToMax",
+    "config.firmware",
+    "config.bootOptions",
+    "config.extraConfig",
+    "config.hardware.device",
+    "runtime.powerState",
+    "runtime.host",
+    "config.template",
+]
+
+
+@dataclass
+class VmResult:
+    name: str
+    changed: bool = False
+    actions: list[str] = field(default_factory=list)
+    before: dict | None = None
+    after: dict | None = None
+    error: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    done: list[str] = field(default_factory=list)  # actions that completed
+
+    def as_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "changed": self.changed,
+            "actions": self.actions,
+            "done": self.done,
+            "failed": self.error is not None,
+            "msg": self.error or "",
+            "warnings": self.warnings,
+        }
+
+
+def _power_state(value) -> str:
+    return {"poweredOn": "poweredon", "poweredOff": "poweredoff", "suspended": "suspended"}.get(
+        str(value), str(value)
+    )
+
+
+def read_vm(p: dict, host_names: dict) -> dict:
+    """Normalise one VM's collected properties into miglab's comparable view."""
+    from pyVmomi import vim
+
+    devices = p.get("config.hardware.device") or []
+    vgpus, disk_kb, network = [], None, None
+    for d in devices:
+        if isinstance(d, vim.vm.device.VirtualPCIPassthrough) and isinstance(
+            d.backing, vim.vm.device.VirtualPCIPassthrough.VmiopBackingInfo
+        ):
+            vgpus.append(d.backing.vgpu)
+        elif isinstance(d, vim.vm.device.VirtualDisk) and disk_kb is None:
+            disk_kb = d.capacityInKB
+        elif isinstance(d, vim.vm.device.VirtualEthernetCard) and network is None:
+            info = getattr(d, "deviceInfo", None)
+            network = getattr(info, "summary", None) if info else None
+            backing = d.backing
+            if isinstance(backing, vim.vm.device.VirtualEthernetCard.NetworkBackingInfo):
+                network = backing.deviceName
+    boot = p.get("config.bootOptions")
+    host = p.get("runtime.host")
+    return {
+        "name": p.get("name"),
+        "host": host_names.get(host._moId) if host is not None else None,
+        "guest_id": p.get("config.guestId"),
+        "vcpus": p.get("config.hardware.numCPU"),
+        "memory_mb": p.get("config.hardware.memoryMB"),
+        "memory_reservation_locked_to_max": bool(p.get("config.memoryReservationLockedToMax")),
+        "firmware": p.get("config.firmware"),
+        "secure_boot": bool(getattr(boot, "efiSecureBootEnabled", False)),
+        "extra_config": {o.key: str(o.value) for o in p.get("config.extraConfig") or []},
+        "vgpus": sorted(vgpus),
+        "disk_gb": None if disk_kb is None else disk_kb // (1024 * 1024),
+        "network": network,
+        "power_state": _power_state(p.get("runtime.powerState")),
+        "_devices": devices,
+    }
+
+
+class VmConverger:
+    """One call of the vgpu_vm module: many VMs, one session."""
+
+    def __init__(
+        self,
+        si,
+        datacenter: str | None = None,
+        concurrency: int = 8,
+        allow_power_off: bool = False,
+        timeout_s: float = 900,
+    ):
+        from pyVmomi import vim
+
+        self.si = si
+        self.vim = vim
+        self.concurrency = max(1, concurrency)
+        self.allow_power_off = allow_power_off
+        self.timeout_s = timeout_s
+        content = si.RetrieveContent()
+        dcs = [e for e in content.rootFolder.childEntity if isinstance(e, vim.Datacenter)]
+        if datacenter:
+            dcs = [d for d in dcs if d.name == datacenter]
+            if not dcs:
+                raise VsphereError(f"datacenter {datacenter!r} not found")
+        if not dcs:
+            raise VsphereError("no datacenter in this vCenter")
+        self.dc = dcs[0]
+        hosts = props.collect(
+            si, vim.HostSystem, ["name", "config.sharedGpuCapabilities", "parent"], self.dc
+        )
+        self.hosts = {p["name"]: (obj, p) for obj, p in hosts}
+        self.host_names = {obj._moId: p["name"] for obj, p in hosts}
+        self.vms = {}
+        for obj, p in props.collect(si, vim.VirtualMachine, VM_PROPS, self.dc):
+            self.vms[p.get("name")] = (obj, p)
+        self.datastores = props.by_name(si, vim.Datastore, self.dc)
+        self.networks = props.by_name(si, vim.Network, self.dc)
+
+    # --- validation -----------------------------------------------------------------------------
+    def validate(self, wanted: list[VmDesired]) -> list[str]:
+        """Every problem with every VM, before anything is changed."""
+        problems = []
+        seen = set()
+        for d in wanted:
+            if d.name in seen:
+                problems.append(f"{d.name}: listed twice")
+            seen.add(d.name)
+            if d.state == "absent":
+                continue
+            exists = d.name in self.vms
+            host = d.host
+            if host is None and exists:
+                host = read_vm(self.vms[d.name][1], self.host_names)["host"]
+            if host is None:
+                problems.append(f"{d.name}: host is required to create the VM")
+                continue
+            if host not in self.hosts:
+                problems.append(
+                    f"{d.name}: host {host!r} not found (known: {', '.join(sorted(self.hosts))})"
+                )
+                continue
+            offered = {
+                c.vgpu for c in self.hosts[host][1].get("config.sharedGpuCapabilities") or []
+            }
+            problems.extend(f"{d.name}: {p}" for p in vgpu_problems(d.vgpus, offered))
+            if not exists:
+                if not d.datastore:
+                    problems.append(f"{d.name}: datastore is required to create the VM")
+                elif d.datastore not in self.datastores:
+                    problems.append(f"{d.name}: datastore {d.datastore!r} not found")
+                if d.template and d.template not in self.vms:
+                    problems.append(f"{d.name}: template {d.template!r} not found")
+            if d.network and d.network not in self.networks:
+                problems.append(f"{d.name}: network {d.network!r} not found")
+            if d.vgpus and d.mmio_gb is None:
+                problems.append(
+                    f"{d.name}: mmio_gb is required: the catalog does not know "
+                    f"the vGPU type(s) {', '.join(d.vgpus)}"
+                )
+        return problems
+
+    def mmio_warnings(self, d: VmDesired) -> list[str]:
+        need = required_mmio_gb(d.vgpus)
+        if need and d.mmio_gb is not None and d.mmio_gb < need:
+            return [
+                f"{d.name}: pciPassthru.64bitMMIOSizeGB={d.mmio_gb} is below the {need} GB "
+                "NVIDIA documents for this vGPU; large-BAR guests may fail to start the driver"
+            ]
+        return []
+
+    # --- planning -------------------------------------------------------------------------------
+    def plan(self, d: VmDesired) -> VmResult:
+        res = VmResult(d.name, warnings=self.mmio_warnings(d))
+        if d.name in self.vms:
+            cur = read_vm(self.vms[d.name][1], self.host_names)
+            res.before = current_view(cur)
+        else:
+            cur = None
+            res.before = None
+        if d.state == "absent":
+            if cur is not None:
+                res.changed = True
+                res.actions = ["power off"] if cur["power_state"] == "poweredon" else []
+                res.actions.append("destroy")
+                res.after = None
+            return res
+        res.after = desired_view(d, cur)
+        if cur is None:
+            res.changed = True
+            res.actions = ["clone from " + d.template if d.template else "create"]
+            if res.after["power_state"] == "poweredon":
+                res.actions.append("power on")
+            return res
+        diff = [c for c in changes(res.before, res.after) if not c.startswith("power_state")]
+        cold = cold_changes(res.before, res.after)
+        power_cycle = bool(cold) and cur["power_state"] == "poweredon"
+        if power_cycle and not self.allow_power_off:
+            res.error = (
+                f"{d.name}: {', '.join(cold)} can only change while the VM is powered "
+                "off; set allow_power_off: true to let miglab power it off"
+            )
+            return res
+        if power_cycle:
+            res.actions.append("power off")
+        if res.before["host"] != res.after["host"]:
+            res.actions.append(f"relocate to {res.after['host']}")
+        if [c for c in diff if not c.startswith("host:")]:
+            res.actions.append(
+                "reconfigure: " + "; ".join(c for c in diff if not c.startswith("host:"))
+            )
+        end_state = res.after["power_state"]
+        if end_state == "poweredon" and (power_cycle or cur["power_state"] != "poweredon"):
+            res.actions.append("power on")
+        elif end_state == "poweredoff" and cur["power_state"] == "poweredon" and not power_cycle:
+            res.actions.append("power off")
+        res.changed = bool(res.actions)
+        return res
+
+    # --- applying -------------------------------------------------------------------------------
+    def converge(self, wanted: list[VmDesired], check_mode: bool = False) -> list[VmResult]:
+        problems = self.validate(wanted)
+        if problems:
+            raise VsphereError("; ".join(problems))
+        results = [self.plan(d) for d in wanted]
+        if check_mode:
+            return results
+        todo = [(d, r) for d, r in zip(wanted, results, strict=True) if r.changed and not r.error]
+        with cf.ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            futures = {pool.submit(self._apply, d, r): r for d, r in todo}
+            for fut in cf.as_completed(futures):
+                r = futures[fut]
+                try:
+                    fut.result()
+                except VsphereError as exc:
+                    r.error = f"{r.name}: {exc}"
+                except self.vim.fault.VimFault as exc:
+                    r.error = f"{r.name}: {getattr(exc, 'msg', None) or type(exc).__name__}"
+        return results
+
+    def _apply(self, d: VmDesired, r: VmResult) -> None:
+        vim = self.vim
+        if d.state == "absent":
+            obj = self.vms[d.name][0]
+            if "power off" in r.actions:
+                wait(obj.PowerOffVM_Task(), self.timeout_s, f"power off {d.name}")
+                r.done.append("power off")
+            wait(obj.Destroy_Task(), self.timeout_s, f"destroy {d.name}")
+            r.done.append("destroy")
+            return
+        if d.name in self.vms:
+            obj = self.vms[d.name][0]
+        else:
+            obj = self._create(d)
+            r.done.append(r.actions[0])
+        for action in r.actions:
+            if action.startswith(("create", "clone from")):
+                continue
+            if action == "power off":
+                wait(obj.PowerOffVM_Task(), self.timeout_s, f"power off {d.name}")
+            elif action.startswith("relocate"):
+                host_obj, hp = self.hosts[d.host]
+                spec = vim.vm.RelocateSpec(host=host_obj, pool=hp["parent"].resourcePool)
+                wait(obj.RelocateVM_Task(spec), self.timeout_s, f"relocate {d.name}")
+            elif action.startswith("reconfigure"):
+                spec = self._reconfig_spec(d, read_vm(self.vms[d.name][1], self.host_names))
+                wait(obj.ReconfigVM_Task(spec), self.timeout_s, f"reconfigure {d.name}")
+            elif action == "power on":
+                wait(obj.PowerOnVM_Task(), self.timeout_s, f"power on {d.name}")
+            r.done.append(action)
+
+    def _folder(self, d: VmDesired):
+        folder = self.dc.vmFolder
+        if not d.folder:
+            return folder
+        for part in d.folder.strip("/").split("/"):
+            nxt = next(
+                (
+                    c
+                    for c in folder.childEntity
+                    if c.name == part and isinstance(c, self.vim.Folder)
+                ),
+                None,
+            )
+            if nxt is None:
+                nxt = folder.CreateFolder(part)
+            folder = nxt
+        return folder
+
+    def _create(self, d: VmDesired):
+        vim = self.vim
+        host_obj, hp = self.hosts[d.host]
+        pool = hp["parent"].resourcePool
+        folder = self._folder(d)
+        if d.template:
+            tmpl = self.vms[d.template][0]
+            relocate = vim.vm.RelocateSpec(
+                host=host_obj, pool=pool, datastore=self.datastores[d.datastore]
+            )
+            clone = vim.vm.CloneSpec(
+                location=relocate,
+                powerOn=False,
+                template=False,
+            )
+            obj = wait(
+                tmpl.CloneVM_Task(folder=folder, name=d.name, spec=clone),
+                self.timeout_s,
+                f"clone {d.name}",
+            )
+            # The clone keeps the template's hardware; one reconfigure brings it to the spec
+            # (vGPU, vCPUs, memory reservation, firmware, pciPassthru settings).
+            spec = self._reconfig_spec(d, read_vm(self._props(obj), self.host_names))
+            if spec != vim.vm.ConfigSpec():
+                wait(
+                    obj.ReconfigVM_Task(spec),
+                    self.timeout_s,
+                    f"configure clone {d.name}",
+                )
+        else:
+            spec = self._reconfig_spec(d, None)
+            spec.name = d.name
+            spec.files = vim.vm.FileInfo(vmPathName=f"[{d.datastore}]")
+            obj = wait(
+                folder.CreateVM_Task(config=spec, pool=pool, host=host_obj),
+                self.timeout_s,
+                f"create {d.name}",
+            )
+        self.vms[d.name] = (obj, self._props(obj))
+        return obj
+
+    def _props(self, obj) -> dict:
+        from pyVmomi import vmodl
+
+        pc = self.si.RetrieveContent().propertyCollector
+        spec = vmodl.query.PropertyCollector.FilterSpec(
+            objectSet=[vmodl.query.PropertyCollector.ObjectSpec(obj=obj)],
+            propSet=[vmodl.query.PropertyCollector.PropertySpec(type=type(obj), pathSet=VM_PROPS)],
+        )
+        (res,) = pc.RetrieveContents([spec])
+        return {p.name: p.val for p in res.propSet}
+
+    def _reconfig_spec(self, d: VmDesired, cur: dict | None, devices: bool = True):
+        """A ConfigSpec carrying only what differs from ``cur`` (everything when creating)."""
+        vim = self.vim
+        spec = vim.vm.ConfigSpec()
+        before = current_view(cur) if cur else {}
+        after = desired_view(d, cur)
+        if before.get("guest_id") != after["guest_id"]:
+            spec.guestId = after["guest_id"]
+        if before.get("vcpus") != after["vcpus"]:
+            spec.numCPUs = after["vcpus"]
+        if before.get("memory_mb") != after["memory_mb"]:
+            spec.memoryMB = after["memory_mb"]
+        if (
+            before.get("memory_reservation_locked_to_max")
+            != after["memory_reservation_locked_to_max"]
+        ):
+            spec.memoryReservationLockedToMax = after["memory_reservation_locked_to_max"]
+        if before.get("firmware") != after["firmware"]:
+            spec.firmware = "efi"
+        if before.get("secure_boot") != after["secure_boot"] or cur is None:
+            spec.bootOptions = vim.vm.BootOptions(efiSecureBootEnabled=after["secure_boot"])
+        extra = []
+        old = before.get("extra_config") or {}
+        for k, v in after["extra_config"].items():
+            if old.get(k) != v:
+                extra.append(vim.option.OptionValue(key=k, value=v))
+        for k in old:
+            if k not in after["extra_config"]:
+                extra.append(vim.option.OptionValue(key=k, value=""))  # "" removes the key
+        if extra:
+            spec.extraConfig = extra
+        if not devices:
+            return spec
+        changes_ = []
+        existing = cur.get("_devices", []) if cur else []
+        have = list(before.get("vgpus") or [])
+        for v in after["vgpus"]:
+            if v in have:
+                have.remove(v)
+            else:
+                changes_.append(
+                    vim.vm.device.VirtualDeviceSpec(
+                        operation=vim.vm.device.VirtualDeviceSpec.Operation.add,
+                        device=vim.vm.device.VirtualPCIPassthrough(
+                            key=-100 - len(changes_),
+                            backing=vim.vm.device.VirtualPCIPassthrough.VmiopBackingInfo(vgpu=v),
+                        ),
+                    )
+                )
+        for dev in existing:  # vGPUs no longer wanted
+            if (
+                isinstance(dev, vim.vm.device.VirtualPCIPassthrough)
+                and isinstance(dev.backing, vim.vm.device.VirtualPCIPassthrough.VmiopBackingInfo)
+                and dev.backing.vgpu in have
+            ):
+                have.remove(dev.backing.vgpu)
+                changes_.append(
+                    vim.vm.device.VirtualDeviceSpec(
+                        operation=vim.vm.device.VirtualDeviceSpec.Operation.remove, device=dev
+                    )
+                )
+        if cur is None:
+            changes_.extend(self._new_disk_and_nic(d, after))
+        else:
+            changes_.extend(self._grow_disk_and_renic(cur, after))
+        if changes_:
+            spec.deviceChange = changes_
+        return spec
+
+    def _new_disk_and_nic(self, d: VmDesired, after: dict) -> list:
+        vim = self.vim
+        out = [
+            vim.vm.device.VirtualDeviceSpec(
+                operation=vim.vm.device.VirtualDeviceSpec.Operation.add,
+                device=vim.vm.device.ParaVirtualSCSIController(
+                    key=-10,
+                    busNumber=0,
+                    sharedBus=vim.vm.device.VirtualSCSIController.Sharing.noSharing,
+                ),
+            )
+        ]
+        if after.get("disk_gb"):
+            out.append(
+                vim.vm.device.VirtualDeviceSpec(
+                    operation=vim.vm.device.VirtualDeviceSpec.Operation.add,
+                    fileOperation=vim.vm.device.VirtualDeviceSpec.FileOperation.create,
+                    device=vim.vm.device.VirtualDisk(
+                        key=-11,
+                        controllerKey=-10,
+                        unitNumber=0,
+                        capacityInKB=after["disk_gb"] * 1024 * 1024,
+                        backing=vim.vm.device.VirtualDisk.FlatVer2BackingInfo(
+                            diskMode="persistent", thinProvisioned=True, fileName=""
+                        ),
+                    ),
+                )
+            )
+        if d.network:
+            out.append(
+                vim.vm.device.VirtualDeviceSpec(
+                    operation=vim.vm.device.VirtualDeviceSpec.Operation.add,
+                    device=vim.vm.device.VirtualVmxnet3(
+                        key=-12,
+                        backing=vim.vm.device.VirtualEthernetCard.NetworkBackingInfo(
+                            deviceName=d.network, network=self.networks[d.network]
+                        ),
+                        connectable=vim.vm.device.VirtualDevice.ConnectInfo(
+                            startConnected=True, allowGuestControl=True
+                        ),
+                    ),
+                )
+            )
+        return out
+
+    def _grow_disk_and_renic(self, cur: dict, after: dict) -> list:
+        vim = self.vim
+        out = []
+        for dev in cur.get("_devices", []):
+            if isinstance(dev, vim.vm.device.VirtualDisk):
+                if after.get("disk_gb") and dev.capacityInKB < after["disk_gb"] * 1024 * 1024:
+                    dev.capacityInKB = after["disk_gb"] * 1024 * 1024
+                    out.append(
+                        vim.vm.device.VirtualDeviceSpec(
+                            operation=vim.vm.device.VirtualDeviceSpec.Operation.edit, device=dev
+                        )
+                    )
+                break
+        if after.get("network") and after["network"] != cur.get("network"):
+            for dev in cur.get("_devices", []):
+                if isinstance(dev, vim.vm.device.VirtualEthernetCard):
+                    dev.backing = vim.vm.device.VirtualEthernetCard.NetworkBackingInfo(
+                        deviceName=after["network"], network=self.networks[after["network"]]
+                    )
+                    out.append(
+                        vim.vm.device.VirtualDeviceSpec(
+                            operation=vim.vm.device.VirtualDeviceSpec.Operation.edit, device=dev
+                        )
+                    )
+                    break
+        return out

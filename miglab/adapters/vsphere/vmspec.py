@@ -1,0 +1,171 @@
+"""What a vGPU VM should look like, what it looks like, and the difference (pure Python).
+
+The three ``pciPassthru.*`` settings follow NVIDIA's and VMware's guidance for vGPU VMs with large
+BARs: 64-bit MMIO on, peer-to-peer allowed, and an MMIO window of at least the size NVIDIA
+documents for the GPU (per vGPU; several vGPUs add up, rounded to a power of two).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from miglab.core.catalog import Catalog, GpuModel, load_catalog
+
+MMIO_KEYS = ("pciPassthru.use64bitMMIO", "pciPassthru.allowP2P", "pciPassthru.64bitMMIOSizeGB")
+# Changing these needs the VM powered off (vSphere refuses, or applies them only at power-on).
+NO_VGPU_HINT = "none; is the NVIDIA host driver installed and the GPU in sharedDirect mode?"
+COLD_FIELDS = ("vcpus", "memory_mb", "vgpus", "firmware", "secure_boot", "host")
+
+
+@dataclass
+class VmDesired:
+    name: str
+    state: str = "present"  # present | absent
+    host: str | None = None
+    datastore: str | None = None
+    folder: str | None = None
+    network: str | None = None
+    guest_id: str = "ubuntu64Guest"
+    vcpus: int = 32
+    memory_mb: int = 65536
+    secure_boot: bool = False
+    vgpus: list[str] = field(default_factory=list)
+    mmio_gb: int | None = None
+    advanced: dict[str, str] = field(default_factory=dict)
+    disk_gb: int | None = 64
+    template: str | None = None
+    power_state: str = "unchanged"  # poweredon | poweredoff | unchanged
+
+    def extra_config(self) -> dict[str, str]:
+        out = dict(self.advanced)
+        if self.vgpus:
+            out["pciPassthru.use64bitMMIO"] = "TRUE"
+            out["pciPassthru.allowP2P"] = "TRUE"
+            out["pciPassthru.64bitMMIOSizeGB"] = str(self.mmio_gb)
+        return out
+
+
+def gpu_of_vgpu_type(vgpu_type: str, catalog: Catalog | None = None) -> GpuModel | None:
+    """The catalog GPU model offering a vSphere vGPU type (MIG-backed or time-sliced)."""
+    catalog = catalog or load_catalog()
+    key = vgpu_type.lower()
+    for model in catalog:
+        if key in {t.lower() for t in model.mig_backed.values()} or key in {
+            t.name.lower() for t in model.time_sliced
+        }:
+            return model
+    return None
+
+
+def required_mmio_gb(vgpus: list[str], catalog: Catalog | None = None) -> int | None:
+    """NVIDIA's documented MMIO size for a VM with these vGPUs (summed, next power of two)."""
+    total = 0
+    for v in vgpus:
+        model = gpu_of_vgpu_type(v, catalog)
+        if model is None or not model.mmio_gb:
+            return None
+        total += model.mmio_gb
+    if not total:
+        return None
+    size = 1
+    while size < total:
+        size *= 2
+    return size
+
+
+def vgpu_problems(vgpus: list[str], offered: set[str]) -> list[str]:
+    """vGPU types the target host does not offer (its sharedGpuCapabilities)."""
+    out = []
+    for v in vgpus:
+        if v not in offered:
+            model = gpu_of_vgpu_type(v)
+            where = f" (a vGPU type of {model.name})" if model else ""
+            out.append(
+                f"vGPU type {v!r}{where} is not offered by the host "
+                f"(it offers: {', '.join(sorted(offered)) or NO_VGPU_HINT})"
+            )
+    return out
+
+
+def current_view(cur: dict) -> dict:
+    """The comparable part of a VM's current state (``read_vm`` in miglab.adapters.vsphere.vms)."""
+    return {
+        "host": cur.get("host"),
+        "guest_id": cur.get("guest_id"),
+        "vcpus": cur.get("vcpus"),
+        "memory_mb": cur.get("memory_mb"),
+        "memory_reservation_locked_to_max": cur.get("memory_reservation_locked_to_max"),
+        "firmware": cur.get("firmware"),
+        "secure_boot": cur.get("secure_boot"),
+        "extra_config": dict(cur.get("extra_config") or {}),
+        "vgpus": list(cur.get("vgpus") or []),
+        "disk_gb": cur.get("disk_gb"),
+        "network": cur.get("network"),
+        "power_state": cur.get("power_state"),
+    }
+
+
+def desired_view(d: VmDesired, cur: dict | None) -> dict:
+    """``current_view`` as it should be, keeping what the user did not ask to change."""
+    base = current_view(cur or {})
+    want = dict(base)
+    want.update(
+        {
+            "guest_id": d.guest_id,
+            "vcpus": d.vcpus,
+            "memory_mb": d.memory_mb,
+            "memory_reservation_locked_to_max": True
+            if d.vgpus
+            else base["memory_reservation_locked_to_max"] or False,
+            "firmware": "efi",
+            "secure_boot": d.secure_boot,
+            "vgpus": sorted(d.vgpus),
+        }
+    )
+    if d.host:
+        want["host"] = d.host
+    if d.network:
+        want["network"] = d.network
+    if d.disk_gb is not None and (cur is None or (base["disk_gb"] or 0) < d.disk_gb):
+        want["disk_gb"] = d.disk_gb
+    extra = dict(base["extra_config"])
+    extra.update(d.extra_config())
+    if not d.vgpus:
+        for k in MMIO_KEYS:
+            extra.pop(k, None)
+    want["extra_config"] = extra
+    if d.power_state in ("poweredon", "poweredoff"):
+        want["power_state"] = d.power_state
+    elif cur is None:
+        want["power_state"] = "poweredoff"
+    return want
+
+
+def changes(before: dict, after: dict) -> list[str]:
+    """Human-readable list of what differs ("vcpus: 16 -> 32")."""
+    out = []
+    for key in after:
+        b, a = before.get(key), after.get(key)
+        if key == "vgpus":
+            b = sorted(b or [])
+        if key == "extra_config":
+            for k in sorted(set(a) | set(b or {})):
+                if (b or {}).get(k) != a.get(k):
+                    out.append(f"{k}: {(b or {}).get(k)} -> {a.get(k)}")
+            continue
+        if b != a:
+            out.append(f"{key}: {b} -> {a}")
+    return out
+
+
+def cold_changes(before: dict, after: dict) -> list[str]:
+    return [
+        k
+        for k in COLD_FIELDS
+        if k in after
+        and (
+            sorted(before.get(k) or []) != sorted(after[k] or [])
+            if k == "vgpus"
+            else before.get(k) != after.get(k)
+        )
+    ]

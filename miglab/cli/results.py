@@ -1,0 +1,251 @@
+"""``miglab results parse|aggregate|verify`` and ``miglab report``: the results side of the MLPerf
+plugin.
+
+:func:`register` adds the commands to the ``miglab`` command's subparsers; :func:`main` runs them
+on their own (``python -m miglab.cli.results results parse ...``) with the same exit codes as
+``miglab``: 0 ok, 2 bad input (one ``error: FILE: FIELD: reason`` line per problem); ``results
+verify`` exits 1 when a file does not match its run's manifest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from miglab.errors import Problem, ValidationError
+
+EXIT_OK, EXIT_FAIL, EXIT_INVALID = 0, 1, 2
+
+
+def _print_json(data) -> None:
+    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+
+
+# --- results parse ------------------------------------------------------------------------------
+def cmd_results_parse(args) -> int:
+    from miglab.formats.loadgen import parse_paths
+    from miglab.mlperf.results.report import format_value
+
+    records = parse_paths(args.paths)
+    if args.json:
+        _print_json([r.as_json() for r in records])
+        return EXIT_OK
+    for r in records:
+        print(r.path)
+        print(
+            f"  {r.benchmark or '?'} {r.scenario or '?'} {r.mode or '?'}: "
+            f"{r.metric or 'no metric'} = {format_value(r.value, r.unit)}"
+            + (f" {r.unit}" if r.unit and r.unit != "ns" and r.value is not None else "")
+        )
+        if r.valid:
+            print("  LoadGen: VALID")
+        else:
+            print("  LoadGen: NOT VALID: " + "; ".join(r.invalid_reasons))
+        print(
+            "  submission rules: "
+            + ("met" if r.submission_valid else "not met: " + "; ".join(r.submission_reasons))
+        )
+        es = r.early_stopping
+        es_text = (
+            "n/a"
+            if not es
+            else ("met" if es.get("early_stopping_met") else "NOT met")
+            + (f" ({es['early_stopping_result']})" if es.get("early_stopping_result") else "")
+        )
+        print(
+            f"  loadgen {r.loadgen_version or '?'}; min_duration {r.min_duration_ms} ms; "
+            f"early stopping: {es_text}"
+        )
+        w = r.window_power or r.window_runner or r.window_log
+        if w:
+            print(
+                f"  window {w[0].isoformat(sep=' ', timespec='milliseconds')} - "
+                f"{w[1].isoformat(sep=' ', timespec='milliseconds')} "
+                f"({r.duration_s:.1f} s)"
+            )
+        if r.meta.files:
+            print(
+                f"  run: simulated={r.meta.simulated} backend={r.meta.backend} "
+                f"weights={r.meta.weights}"
+            )
+        for n in r.notes:
+            print(f"  note: {n}")
+    return EXIT_OK
+
+
+# --- results verify -----------------------------------------------------------------------------
+def cmd_results_verify(args) -> int:
+    from miglab.formats.manifest import verify_tree
+
+    report = verify_tree(args.results_dir)  # ValidationError (exit 2) for a missing folder
+    if args.json:
+        _print_json(report.as_json())
+    else:
+        for issue in report.issues:
+            print(issue)
+    n = len(report.runs)
+    if report.ok:
+        if not args.json:
+            print(f"ok: {n} run folder(s), {report.files} file(s) match their manifests")
+        return EXIT_OK
+    print(
+        f"{len(report.issues)} problem(s) in {args.results_dir} ({n} run folder(s) checked)",
+        file=sys.stderr,
+    )
+    return EXIT_FAIL
+
+
+# --- results aggregate / report -------------------------------------------------------------------
+def _aggregate(args):
+    from miglab.mlperf.results.aggregate import aggregate_results, campaign_context, normalize_plan
+
+    ctx: dict = {}
+    if getattr(args, "campaign", None):
+        ctx = campaign_context(args.campaign)
+    if getattr(args, "plan", None):
+        p = Path(args.plan)
+        if not p.is_file():
+            raise ValidationError([Problem(str(p), "", "no such file")])
+        try:
+            ctx["plan"] = normalize_plan(json.loads(p.read_text(encoding="utf-8")), str(p))
+        except json.JSONDecodeError as exc:
+            raise ValidationError([Problem(str(p), "", f"not JSON: {exc.msg}")]) from None
+    if args.baseline:
+        ctx["baseline"] = args.baseline
+    if args.runs:
+        ctx["runs"] = args.runs
+    return aggregate_results(
+        args.results_dir,
+        baseline=ctx.get("baseline"),
+        plan=ctx.get("plan"),
+        runs=ctx.get("runs"),
+        min_overlap=args.min_overlap,
+        require_timestamps=not args.allow_unchecked_overlap,
+    )
+
+
+def cmd_results_aggregate(args) -> int:
+    from miglab.mlperf.results.report import format_value
+
+    agg = _aggregate(args)
+    if args.json:
+        _print_json(agg.as_json())
+        return EXIT_OK
+    if args.csv:
+        sys.stdout.write(agg.to_csv())
+        return EXIT_OK
+    for g in agg.groups:
+        imp = "" if g.improvement_pct is None else f"  {g.improvement_pct:+.2f} % vs {g.baseline}"
+        sd = "" if g.stdev is None else f" +- {format_value(g.stdev, g.unit)}"
+        print(
+            f"{g.campaign} {g.scenario} {g.benchmark} {g.mlperf_scenario}: "
+            f"{len(g.vms)} VM(s) [{g.scenario_profiles or '?'}] "
+            f"total {format_value(g.mean, g.unit)}{sd} {g.unit or ''} "
+            f"({g.count}/{len(g.runs)} runs {g.status}){imp}"
+        )
+        for x in g.excluded_reasons:
+            print(f"  excluded {x}")
+        for n in g.notes:
+            print(f"  note: {n}")
+    for p in agg.problems:
+        print(f"warning: {p}", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_report(args) -> int:
+    from miglab.mlperf.results.report import write_report
+
+    agg = _aggregate(args)
+    out = Path(args.output) if args.output else Path(args.results_dir) / "report"
+    written = write_report(agg, out)
+    names = ["report.md", "report.html", "results.csv", "results.json"]
+    names += [n for n in written if n.endswith(".png")]
+    changed = set(written.changed)
+    for name in names:  # "wrote" only for files rewritten (playbooks/report.yml's changed_when)
+        print(f"{'wrote' if name in changed else 'unchanged'} {written[name]}")
+    for p in agg.problems:
+        print(f"warning: {p}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _aggregate_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--campaign",
+        metavar="FILE",
+        help="campaign YAML (or `miglab plan --json` output): baseline, profiles, runs",
+    )
+    p.add_argument("--plan", metavar="FILE", help="JSON: scenario -> {profile: count}, or a plan")
+    p.add_argument("--baseline", metavar="SCENARIO", help="scenario improvements are against")
+    p.add_argument("--runs", type=int, metavar="N", help="expected runs per scenario")
+    p.add_argument(
+        "--min-overlap",
+        type=float,
+        default=0.0,
+        metavar="F",
+        help="least fraction (0-1) of a run's span that all VMs must run at once (default: >0)",
+    )
+    p.add_argument(
+        "--allow-unchecked-overlap",
+        action="store_true",
+        help="sum multi-VM runs whose logs have no timestamps (said in the output)",
+    )
+
+
+def register(subparsers) -> None:
+    """Add ``results parse|aggregate|verify`` and ``report`` to miglab's subparsers."""
+    res = subparsers.add_parser(
+        "results", help="MLPerf LoadGen logs: parse runs, aggregate concurrent VMs, verify"
+    )
+    rsub = res.add_subparsers(dest="results_command", required=True, metavar="RESULTS_COMMAND")
+    p = rsub.add_parser(
+        "parse",
+        help="one record per LoadGen run (log files, run folders or trees)",
+        description="Read mlperf_log_detail.txt (or mlperf_log_summary.txt) of each run.",
+    )
+    p.add_argument("paths", metavar="PATH", nargs="+")
+    p.add_argument("--json", action="store_true", help="print the records as JSON")
+    p.set_defaults(func=cmd_results_parse)
+    p = rsub.add_parser(
+        "aggregate",
+        help="total throughput per scenario run, statistics over runs, improvement",
+        description="Aggregate results/<campaign>/<scenario>/<vm>/<benchmark>/<MLPerf scenario>"
+        "/performance/run_<n>/ trees.",
+    )
+    p.add_argument("results_dir", metavar="DIR")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true")
+    fmt.add_argument("--csv", action="store_true")
+    _aggregate_options(p)
+    p.set_defaults(func=cmd_results_aggregate)
+    p = rsub.add_parser(
+        "verify",
+        help="check every run folder against its MANIFEST.sha256",
+        description="Check a results tree (or one run folder): every .../performance/run_<n>/ "
+        "must have a MANIFEST.sha256 that matches its files; leftovers of an interrupted write "
+        "or fetch are reported. Exit 0: all good; 1: problems (one line each); 2: no such DIR.",
+    )
+    p.add_argument("results_dir", metavar="DIR")
+    p.add_argument("--json", action="store_true", help="print the findings as JSON")
+    p.set_defaults(func=cmd_results_verify)
+
+    p = subparsers.add_parser(
+        "report",
+        help="Markdown, HTML, CSV, JSON and PNG charts of a results tree",
+        description="Aggregate a results tree and write report.md, report.html, results.csv, "
+        "results.json and one bar chart per benchmark and MLPerf scenario.",
+    )
+    p.add_argument("results_dir", metavar="RESULTS_DIR")
+    p.add_argument(
+        "-o", "--output", metavar="OUT", help="output folder (default RESULTS_DIR/report)"
+    )
+    _aggregate_options(p)
+    p.set_defaults(func=cmd_report)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The same as ``miglab`` (whose parser these commands are registered in)."""
+    from miglab.cli.commands import main as miglab_main
+
+    return miglab_main(argv)

@@ -1,0 +1,486 @@
+"""The campaign file: what lab to build and which MLPerf scenarios to run, strictly validated.
+
+A campaign names one GPU model, VM defaults, MLPerf settings and scenarios; each scenario is a
+set of vGPUs, one VM per vGPU, all running MLPerf at once. ``load_campaign`` checks the whole file
+(keys, types, counts, profile names, baseline, fit on the lab) and raises one
+:class:`~miglab.errors.ValidationError` listing every problem; nothing else in miglab runs on a
+campaign that did not pass.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from miglab.core import schema, yamlio
+from miglab.core.catalog import (
+    Catalog,
+    GpuModel,
+    MigProfile,
+    TimeSlicedType,
+    UnknownName,
+    load_catalog,
+)
+from miglab.core.placement import Lab, PackError, VmRequest, pack
+from miglab.errors import Problems, ValidationError
+
+SUPPORTED_VERSIONS = (1,)
+MLPERF_BENCHMARKS = (
+    "resnet50",
+    "retinanet",
+    "ssd-resnet34",
+    "ssd-mobilenet",
+    "bert-99",
+    "bert-99.9",
+    "rnnt",
+    "3d-unet-99",
+    "3d-unet-99.9",
+    "dlrm-99",
+    "dlrm-99.9",
+    "dlrm-v2-99",
+    "dlrm-v2-99.9",
+    "gptj-99",
+    "gptj-99.9",
+    "llama2-70b-99",
+    "llama2-70b-99.9",
+    "stable-diffusion-xl",
+)
+MLPERF_SCENARIOS = ("Offline", "Server", "SingleStream", "MultiStream")
+MLPERF_MIN_DURATION_S = 600  # LoadGen's min_duration for datacenter performance runs (mlperf.conf)
+MAX_SECONDS = 7 * 24 * 3600  # a sanity bound on durations: a week per run or setup is a typo
+NAME_PATTERN = r"[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?"
+SCENARIO_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}"
+
+
+@dataclass(frozen=True)
+class VmSpec:
+    vcpus: int = 32
+    memory_gb: int = 64
+    mmio_gb: int | None = None  # None: NVIDIA's documented size for the GPU (catalog)
+
+
+@dataclass(frozen=True)
+class MlperfSpec:
+    benchmarks: tuple[str, ...]
+    scenarios: tuple[str, ...]
+    runs: int
+    baseline: str
+    min_duration_s: int = MLPERF_MIN_DURATION_S
+
+
+@dataclass(frozen=True)
+class ScheduleSpec:
+    parallel: bool = True  # run independent scenarios at once on different GPUs
+    run_setup_s: int = 180  # per MLPerf run: harness start, warm-up, log collection
+    scenario_setup_s: int = 900  # per scenario: create, boot and configure its VMs
+
+
+@dataclass(frozen=True)
+class Scenario:
+    id: str
+    vgpus: tuple[tuple[MigProfile | TimeSlicedType, int], ...]
+    vm: VmSpec
+    max_gpus: int | None = None
+    description: str = ""
+
+    @property
+    def vm_count(self) -> int:
+        return sum(n for _, n in self.vgpus)
+
+    def vm_requests(self, campaign: str) -> list[VmRequest]:
+        out = []
+        k = 0
+        for vgpu, n in self.vgpus:
+            for _ in range(n):
+                k += 1
+                out.append(
+                    VmRequest(f"{campaign}-{self.id}-vm{k}", vgpu, self.vm.vcpus, self.vm.memory_gb)
+                )
+        return out
+
+    def describe(self) -> str:
+        return " + ".join(f"{n}x {v.name}" for v, n in self.vgpus)
+
+
+@dataclass(frozen=True)
+class Campaign:
+    file: str
+    version: int
+    name: str
+    gpu: GpuModel
+    vm: VmSpec
+    mlperf: MlperfSpec
+    scenarios: dict[str, Scenario]
+    schedule: ScheduleSpec = field(default_factory=ScheduleSpec)
+    description: str = ""
+    warnings: tuple[str, ...] = ()
+
+    def mmio_gb(self, scenario: Scenario) -> int:
+        return scenario.vm.mmio_gb or self.gpu.mmio_gb or 64
+
+
+def load_campaign(
+    path: str | Path, lab: Lab | None = None, catalog: Catalog | None = None
+) -> Campaign:
+    """Read and validate a campaign file; with ``lab``, also check every scenario fits it."""
+    catalog = catalog or load_catalog()
+    file = str(path)
+    problems = Problems(file)
+    data = yamlio.load_file(path, problems)
+    problems.raise_if_any()
+    return parse_campaign(data, file, catalog, lab, base_dir=Path(path).parent)
+
+
+def parse_campaign(
+    data, file: str, catalog: Catalog, lab: Lab | None = None, base_dir: Path | None = None
+) -> Campaign:
+    p = Problems(file)
+    warnings: list[str] = []
+    top = schema.mapping(
+        data,
+        "",
+        p,
+        required=["version", "name", "gpu", "mlperf", "scenarios"],
+        optional=["description", "vm", "schedule", "gpu_capture"],
+    )
+    if top is None:
+        p.raise_if_any()
+    version = top.get("version")
+    if "version" in top and (isinstance(version, bool) or version not in SUPPORTED_VERSIONS):
+        p.add("version", f"unsupported version {version!r}; this miglab reads version 1")
+        p.raise_if_any()  # nothing else can be trusted under an unknown version
+    name = (
+        schema.string(
+            top.get("name"),
+            "name",
+            p,
+            pattern=NAME_PATTERN,
+            hint="lower-case letters, digits and '-', at most 40 characters (it prefixes VM names)",
+        )
+        if "name" in top
+        else None
+    )
+    description = top.get("description", "")
+    if not isinstance(description, str):
+        p.add("description", "must be a string")
+    gpu = _gpu(top, p, catalog, base_dir)
+
+    vm_default = _vm(top.get("vm", {}), "vm", p, VmSpec()) if "vm" in top else VmSpec()
+    if vm_default is None:
+        vm_default = VmSpec()
+
+    scenarios: dict[str, Scenario] = {}
+    raw_scen = top.get("scenarios")
+    if "scenarios" in top:
+        if not isinstance(raw_scen, dict) or not raw_scen:
+            p.add(
+                "scenarios",
+                f"must be a non-empty mapping of scenario ids, got {schema.type_name(raw_scen)}",
+            )
+        else:
+            for sid, body in raw_scen.items():
+                s = _scenario(sid, body, p, gpu, vm_default, catalog)
+                if s:
+                    scenarios[s.id] = s
+
+    mlperf = (
+        _mlperf(top.get("mlperf"), p, raw_scen if isinstance(raw_scen, dict) else {})
+        if "mlperf" in top
+        else None
+    )
+    sched = _schedule(top.get("schedule"), p) if "schedule" in top else ScheduleSpec()
+    p.raise_if_any()
+
+    campaign = Campaign(
+        file, version, name, gpu, vm_default, mlperf, scenarios, sched, description or ""
+    )
+    warnings.extend(_mmio_warnings(campaign))
+    warnings.extend(_vgpu_type_warnings(campaign))
+    if lab is not None:
+        check_fits(campaign, lab)
+    return replace(campaign, warnings=tuple(warnings))
+
+
+def _gpu(top: dict, p: Problems, catalog: Catalog, base_dir: Path | None) -> GpuModel | None:
+    if "gpu_capture" in top:
+        # A GPU missing from the catalog, described by a real nvidia-smi mig -lgip/-lgipp capture.
+        from miglab.core.importers import model_from_capture_file
+
+        cap = top["gpu_capture"]
+        if schema.string(cap, "gpu_capture", p) is None:
+            return None
+        cap_path = Path(cap) if Path(cap).is_absolute() else (base_dir or Path(".")) / cap
+        wanted = top.get("gpu")
+        if isinstance(wanted, str):
+            try:
+                catalog.get(wanted)
+                p.add(
+                    "gpu",
+                    f"{wanted!r} is already in the catalog: drop gpu_capture, or name "
+                    "the captured GPU differently",
+                )
+                return None
+            except UnknownName:
+                pass
+        try:
+            model = model_from_capture_file(cap_path, name=str(top.get("gpu") or cap_path.stem))
+        except ValidationError as exc:
+            for prob in exc.problems:
+                p.add("gpu_capture", f"{prob.file}: {prob.field}: {prob.reason}")
+            return None
+        catalog.add(model)
+        return model
+    raw = top.get("gpu")
+    if raw is None:
+        return None
+    if schema.string(raw, "gpu", p) is None:
+        return None
+    try:
+        return catalog.get(raw)
+    except UnknownName as exc:
+        p.add("gpu", str(exc))
+        return None
+
+
+def _vm(raw, path: str, p: Problems, base: VmSpec) -> VmSpec | None:
+    if schema.mapping(raw, path, p, optional=["vcpus", "memory_gb", "mmio_gb"]) is None:
+        return None
+    vcpus = schema.integer(raw.get("vcpus", base.vcpus), f"{path}.vcpus", p, minimum=1, maximum=768)
+    mem = schema.integer(
+        raw.get("memory_gb", base.memory_gb), f"{path}.memory_gb", p, minimum=1, maximum=24576
+    )
+    mmio = raw.get("mmio_gb", base.mmio_gb)
+    if mmio is not None:
+        mmio = schema.integer(mmio, f"{path}.mmio_gb", p, minimum=1, maximum=16384)
+        if mmio is not None and mmio & (mmio - 1):
+            p.add(
+                f"{path}.mmio_gb",
+                f"{mmio} is not a power of two (ESXi sizes the 64-bit MMIO "
+                "window in powers of two GB)",
+            )
+    if vcpus is None or mem is None:
+        return None
+    return VmSpec(vcpus, mem, mmio)
+
+
+def _scenario(
+    sid, body, p: Problems, gpu: GpuModel | None, vm_default: VmSpec, catalog: Catalog
+) -> Scenario | None:
+    path = f"scenarios.{sid}"
+    if not isinstance(sid, str) or not re.fullmatch(SCENARIO_ID_PATTERN, sid):
+        p.add(path, f"scenario id {sid!r} must be letters, digits, '_' or '-' (at most 32)")
+        return None
+    if (
+        schema.mapping(
+            body, path, p, required=["vgpus"], optional=["vm", "max_gpus", "description"]
+        )
+        is None
+    ):
+        return None
+    vm = vm_default
+    if "vm" in body:
+        vm = _vm(body["vm"], f"{path}.vm", p, vm_default) or vm_default
+    max_gpus = None
+    if "max_gpus" in body:
+        max_gpus = schema.integer(body["max_gpus"], f"{path}.max_gpus", p, minimum=1)
+    raw = body.get("vgpus")
+    if raw is None and "vgpus" in body:
+        p.add(f"{path}.vgpus", "must be a mapping of profile: count, got nothing (null)")
+        return None
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or not raw:
+        p.add(
+            f"{path}.vgpus",
+            f"must be a non-empty mapping of profile: count, got {schema.type_name(raw)}",
+        )
+        return None
+    vgpus: list[tuple[MigProfile | TimeSlicedType, int]] = []
+    seen: dict[str, str] = {}
+    for prof, count in raw.items():
+        fpath = f"{path}.vgpus.{prof}"
+        n = schema.integer(count, fpath, p, minimum=1, maximum=4096)
+        if gpu is None:
+            continue
+        try:
+            v = gpu.find_vgpu(str(prof))
+        except UnknownName as exc:
+            other = _other_gpu(str(prof), gpu, catalog)
+            p.add(
+                fpath,
+                f"{prof!r} is a vGPU of {other}, not of the campaign's GPU {gpu.name}"
+                if other
+                else str(exc),
+            )
+            continue
+        if v.name in seen:
+            p.add(fpath, f"same vGPU as {seen[v.name]!r}: {v.name} is listed twice")
+            continue
+        seen[v.name] = str(prof)
+        if n:
+            vgpus.append((v, n))
+    if gpu is None or len(vgpus) != len(raw):
+        return None
+    kinds = {isinstance(v, MigProfile) for v, _ in vgpus}
+    if len(kinds) > 1 and max_gpus == 1:
+        p.add(f"{path}.vgpus", "mixes MIG-backed and time-sliced vGPUs, which cannot share a GPU")
+    vgpus.sort(
+        key=lambda x: (
+            isinstance(x[0], TimeSlicedType),
+            -getattr(x[0], "placement_size", 0),
+            x[0].name,
+        )
+    )
+    return Scenario(sid, tuple(vgpus), vm, max_gpus, str(body.get("description", "")))
+
+
+def _other_gpu(name: str, gpu: GpuModel, catalog: Catalog) -> str | None:
+    """The catalog GPU whose vGPU type (or board prefix) ``name`` names, when not ``gpu``."""
+    lowered = name.lower()
+    matches = []
+    for model in catalog:
+        if model is gpu or not model.board_prefix:
+            continue
+        if re.search(rf"(^|[_ -]){re.escape(model.board_prefix)}-", lowered):
+            try:
+                model.find_vgpu(name)
+            except UnknownName:
+                continue
+            matches.append(model)
+    if not matches:
+        return None
+    return max(matches, key=lambda m: len(m.board_prefix)).name
+
+
+def _mlperf(raw, p: Problems, scenarios: dict) -> MlperfSpec | None:
+    path = "mlperf"
+    if (
+        schema.mapping(
+            raw,
+            path,
+            p,
+            required=["benchmarks", "scenarios", "runs", "baseline"],
+            optional=["min_duration_s"],
+        )
+        is None
+    ):
+        return None
+    benches = (
+        schema.choice_list(raw.get("benchmarks"), f"{path}.benchmarks", p, MLPERF_BENCHMARKS)
+        if "benchmarks" in raw
+        else None
+    )
+    scens = (
+        schema.choice_list(raw.get("scenarios"), f"{path}.scenarios", p, MLPERF_SCENARIOS)
+        if "scenarios" in raw
+        else None
+    )
+    runs = (
+        schema.integer(raw.get("runs"), f"{path}.runs", p, minimum=1, maximum=100)
+        if "runs" in raw
+        else None
+    )
+    baseline = raw.get("baseline")
+    if "baseline" in raw:
+        if not isinstance(baseline, str):
+            p.add(f"{path}.baseline", f"must be a scenario id, got {schema.type_name(baseline)}")
+        elif baseline not in scenarios:
+            p.add(
+                f"{path}.baseline",
+                f"scenario {baseline!r} is not defined under scenarios "
+                f"(defined: {', '.join(map(str, scenarios)) or 'none'})",
+            )
+    dur = schema.integer(
+        raw.get("min_duration_s", MLPERF_MIN_DURATION_S),
+        f"{path}.min_duration_s",
+        p,
+        minimum=1,
+        maximum=MAX_SECONDS,
+    )
+    if None in (benches, scens, runs, dur) or not isinstance(baseline, str):
+        return None
+    return MlperfSpec(tuple(benches), tuple(scens), runs, baseline, dur)
+
+
+def _schedule(raw, p: Problems) -> ScheduleSpec:
+    path = "schedule"
+    d = ScheduleSpec()
+    if (
+        schema.mapping(raw, path, p, optional=["parallel", "run_setup_s", "scenario_setup_s"])
+        is None
+    ):
+        return d
+    par = schema.boolean(raw.get("parallel", d.parallel), f"{path}.parallel", p)
+    rs = schema.integer(
+        raw.get("run_setup_s", d.run_setup_s),
+        f"{path}.run_setup_s",
+        p,
+        minimum=0,
+        maximum=MAX_SECONDS,
+    )
+    ss = schema.integer(
+        raw.get("scenario_setup_s", d.scenario_setup_s),
+        f"{path}.scenario_setup_s",
+        p,
+        minimum=0,
+        maximum=MAX_SECONDS,
+    )
+    if None in (par, rs, ss):
+        return d
+    return ScheduleSpec(par, rs, ss)
+
+
+def _mmio_warnings(c: Campaign) -> list[str]:
+    out = []
+    need = c.gpu.mmio_gb
+    if not need:
+        return out
+    if c.vm.mmio_gb and c.vm.mmio_gb < need:
+        out.append(
+            f"{c.file}: vm.mmio_gb: {c.vm.mmio_gb} GB is below the {need} GB NVIDIA "
+            f"documents for a VM with a vGPU on {c.gpu.name}"
+        )
+    for s in c.scenarios.values():
+        if s.vm.mmio_gb and s.vm.mmio_gb < need and s.vm.mmio_gb != c.vm.mmio_gb:
+            out.append(
+                f"{c.file}: scenarios.{s.id}.vm.mmio_gb: {s.vm.mmio_gb} GB is below the "
+                f"{need} GB NVIDIA documents for {c.gpu.name}"
+            )
+    return out
+
+
+def _vgpu_type_warnings(c: Campaign) -> list[str]:
+    out = []
+    for s in c.scenarios.values():
+        for v, _ in s.vgpus:
+            if c.gpu.vgpu_type(v) is None:
+                out.append(
+                    f"{c.file}: scenarios.{s.id}.vgpus.{v.name}: no vSphere vGPU type is "
+                    f"known for {v.name} on {c.gpu.name}; it can be planned, not built"
+                )
+    return out
+
+
+def check_fits(campaign: Campaign, lab: Lab) -> dict:
+    """Pack every scenario on the lab on its own; raises ValidationError naming each misfit."""
+    p = Problems(campaign.file)
+    packings = {}
+    lab_models = {g.name for h in lab.hosts for g in h.gpus}
+    if campaign.gpu.name not in lab_models:
+        p.add(
+            "gpu",
+            f"the lab ({lab.source}) has no {campaign.gpu.name} "
+            f"(it has: {', '.join(sorted(lab_models))})",
+        )
+        p.raise_if_any()
+    slots = {(h.name, i) for h in lab.hosts for i, g in enumerate(h.gpus) if g is campaign.gpu}
+    for s in campaign.scenarios.values():
+        try:
+            packings[s.id] = pack(
+                s.vm_requests(campaign.name), lab, allowed_gpus=slots, max_gpus=s.max_gpus
+            )
+        except PackError as exc:
+            p.add(f"scenarios.{s.id}.vgpus", f"does not fit: {exc}")
+    p.raise_if_any()
+    return packings

@@ -1,0 +1,209 @@
+"""Lab settings of the inventory beyond the hosts' hardware, checked before anything connects:
+the vCenter connection (``miglab_vcenter``) and where the NVIDIA host driver bundle comes from
+(core: no Ansible, no pyVmomi).
+
+``miglab_vcenter`` holds community.vmware's connection options::
+
+    miglab_vcenter:
+      hostname: vcenter.lab.example          # a host name or IP address, not a URL
+      username: administrator@vsphere.local
+      password: "{{ vault_vcenter_password }}"
+      port: 443
+      validate_certs: true
+      ca_bundle: /etc/ssl/certs/lab-ca.pem
+
+Values Ansible fills in later are accepted as they are: templates (``{{ ... }}``) and
+vault-encrypted values (``!vault``). A lab that declares a vCenter must name its host, user and
+password, unless ``VMWARE_HOST``, ``VMWARE_USER`` / ``VMWARE_PASSWORD`` give them (as the
+vSphere modules read them). Messages never show a password.
+"""
+
+from __future__ import annotations
+
+import difflib
+import ipaddress
+import re
+from collections.abc import Mapping
+from urllib.parse import urlsplit
+
+from miglab.core import schema
+from miglab.core.yamlio import Vaulted
+from miglab.errors import Problems
+
+VCENTER_VAR = "miglab_vcenter"
+VCENTER_KEYS = ("hostname", "username", "password", "port", "validate_certs", "ca_bundle")
+VCENTER_ENV = {"hostname": "VMWARE_HOST", "username": "VMWARE_USER", "password": "VMWARE_PASSWORD"}
+BUNDLE_URL_VAR = "esxi_vgpu_driver_bundle_url"
+BUNDLE_PATH_VAR = "esxi_vgpu_driver_bundle_path"
+URL_SCHEMES = ("http", "https", "ftp", "file")  # what ansible.builtin.get_url fetches
+CHECKED_VARS = (VCENTER_VAR, BUNDLE_URL_VAR, BUNDLE_PATH_VAR)
+# Ansible's boolean spellings (module options of type bool accept them).
+_BOOL_WORDS = {"yes", "no", "true", "false", "on", "off", "y", "n", "t", "f", "1", "0"}
+_LABEL = r"[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"
+_HOSTNAME = rf"{_LABEL}(\.{_LABEL})*\.?"
+
+
+def deferred(value) -> bool:
+    """A value Ansible resolves at run time (a template or a vault-encrypted secret)."""
+    return isinstance(value, Vaulted) or (
+        isinstance(value, str) and ("{{" in value or "{%" in value)
+    )
+
+
+def check(variables: Mapping, prefix: str, problems: Problems, env: Mapping) -> None:
+    """Check the lab settings among ``variables`` (one file's or one inventory group's), whose
+    fields are named ``prefix`` + the variable's name."""
+    if VCENTER_VAR in variables:
+        check_vcenter(variables[VCENTER_VAR], prefix + VCENTER_VAR, problems, env)
+    if BUNDLE_URL_VAR in variables:
+        check_bundle_url(variables[BUNDLE_URL_VAR], prefix + BUNDLE_URL_VAR, problems)
+    if BUNDLE_PATH_VAR in variables:
+        value = variables[BUNDLE_PATH_VAR]
+        if isinstance(value, str) and "://" in value and not deferred(value):
+            problems.add(
+                prefix + BUNDLE_PATH_VAR,
+                f"is a URL; a URL goes into {BUNDLE_URL_VAR}, this is a path on the host's "
+                "datastore (/vmfs/volumes/...)",
+            )
+        elif value is not None and not isinstance(value, str):
+            problems.add(
+                prefix + BUNDLE_PATH_VAR,
+                f"must be a path (a string), got {schema.type_name(value)}",
+            )
+
+
+def check_vcenter(value, field: str, problems: Problems, env: Mapping) -> None:
+    if deferred(value):
+        return
+    if not isinstance(value, dict):
+        problems.add(
+            field,
+            f"must be a mapping of {', '.join(VCENTER_KEYS)}, got {schema.type_name(value)}",
+        )
+        return
+    for key in value:
+        if not isinstance(key, str):
+            problems.add(field, f"key {key!r} must be a string")
+        elif key not in VCENTER_KEYS:
+            hint = difflib.get_close_matches(key, VCENTER_KEYS, n=1)
+            extra = f"did you mean {hint[0]!r}?" if hint else f"known: {', '.join(VCENTER_KEYS)}"
+            problems.add(f"{field}.{key}", f"unknown key; {extra}")
+    for key, var in VCENTER_ENV.items():
+        if key not in value:
+            if not env.get(var):
+                problems.add(
+                    f"{field}.{key}",
+                    f"is required: the lab declares a vCenter ({VCENTER_VAR}) without its "
+                    f"{key}; give it{' (vault-encrypted)' if key == 'password' else ''} "
+                    f"or set {var}",
+                )
+            continue
+        v = value[key]
+        if deferred(v):
+            continue
+        if v is None or (isinstance(v, str) and not v.strip()):
+            problems.add(
+                f"{field}.{key}", f"is empty; give the {key} or leave the key out and set {var}"
+            )
+        elif not isinstance(v, str):
+            shown = "" if key == "password" else f" {v!r}"
+            problems.add(
+                f"{field}.{key}",
+                f"must be a string, got {schema.type_name(v)}{shown} (quote it)",
+            )
+        elif key == "hostname":
+            _check_hostname(v, f"{field}.{key}", problems)
+    if "port" in value and not deferred(value["port"]):
+        _check_port(value["port"], f"{field}.port", problems)
+    if "validate_certs" in value:
+        v = value["validate_certs"]
+        if (
+            not deferred(v)
+            and not isinstance(v, bool)
+            and not (isinstance(v, str) and v.strip().lower() in _BOOL_WORDS)
+        ):
+            problems.add(
+                f"{field}.validate_certs",
+                f"must be true or false, got {schema.type_name(v)} {v!r}",
+            )
+    if "ca_bundle" in value:
+        v = value["ca_bundle"]
+        if v is not None and not deferred(v) and (not isinstance(v, str) or not v.strip()):
+            problems.add(
+                f"{field}.ca_bundle",
+                f"must be the path of a PEM file, got {schema.type_name(v)} {v!r}",
+            )
+        elif isinstance(v, str) and "://" in v and not deferred(v):
+            problems.add(f"{field}.ca_bundle", f"{v!r} is a URL; give the path of a PEM file")
+
+
+def _check_hostname(v: str, field: str, problems: Problems) -> None:
+    host = v.strip()
+    if "://" in host:
+        scheme = host.split("://", 1)[0]
+        bare = urlsplit(host).hostname if scheme else None
+        problems.add(
+            field,
+            f"{v!r} is a URL ({scheme}://...); give the host name only"
+            + (f": {bare!r} (a port goes into port)" if bare else ""),
+        )
+        return
+    if "/" in host:
+        problems.add(
+            field, f"{v!r} has a path; give the host name only (the modules add /sdk themselves)"
+        )
+        return
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+        return
+    except ValueError:
+        pass
+    if ":" in host:
+        problems.add(field, f"{v!r} holds a port; give the host name only and the port as port")
+        return
+    labels = host.rstrip(".").split(".")
+    if len(host) > 253 or not re.fullmatch(_HOSTNAME, host) or all(x.isdigit() for x in labels):
+        problems.add(field, f"{v!r} is not a valid host name or IP address")
+
+
+def _check_port(v, field: str, problems: Problems) -> None:
+    if isinstance(v, str) and v.strip().isdigit():
+        v = int(v)
+    if isinstance(v, bool) or not isinstance(v, int):
+        problems.add(field, f"must be an integer (1-65535), got {schema.type_name(v)} {v!r}")
+    elif not 1 <= v <= 65535:
+        problems.add(field, f"{v} is not a TCP port (1-65535)")
+
+
+def check_bundle_url(value, field: str, problems: Problems) -> None:
+    if value is None or deferred(value) or value == "":
+        return  # the role's default "" means: no URL (a datastore path instead)
+    if not isinstance(value, str):
+        problems.add(field, f"must be a URL (a string), got {schema.type_name(value)}")
+        return
+    url = value.strip()
+    if any(c.isspace() for c in url):
+        problems.add(field, f"{value!r} is not a URL: it contains white space")
+        return
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in URL_SCHEMES:
+        problems.add(
+            field,
+            (f"scheme {parts.scheme!r} is not supported" if scheme else f"{value!r} has no scheme")
+            + f"; the bundle URL must be {', '.join(s + '://' for s in URL_SCHEMES)}",
+        )
+        return
+    if scheme == "file":
+        if not parts.path or parts.path == "/":
+            problems.add(field, f"{value!r} names no file")
+        return
+    try:
+        parts.port  # noqa: B018 -- raises ValueError for a port out of range
+    except ValueError:
+        problems.add(field, f"{value!r} has a port out of range (1-65535)")
+        return
+    if not parts.hostname:
+        problems.add(field, f"{value!r} names no host")
+    elif not parts.path or parts.path.endswith("/"):
+        problems.add(field, f"{value!r} names no file (the offline bundle .zip)")

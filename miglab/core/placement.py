@@ -1,0 +1,650 @@
+"""Where MIG GPU instances land: NVIDIA's placement rules on one GPU, then packing across
+GPUs and hosts.
+
+One GPU (``fit``): a GPU instance of profile P starts at one of P's allowed memory slices
+(``nvidia-smi mig -lgipp``) and occupies ``placement_size`` consecutive memory slices; instances
+never overlap; each profile has a maximum instance count; the compute slices and the engines
+(copy engines, NVDEC, NVENC, NVJPG, OFA) of all instances together must not exceed the GPU's.
+A sum of slices is not enough: 3g.40gb + 3g.40gb + 1g.10gb has 7 compute slices but no placement,
+since both 3g instances occupy four memory slices each.
+
+Several GPUs and hosts (``pack``): one VM per vGPU; MIG-backed vGPUs of any mix share a GPU in MIG
+mode, a time-sliced vGPU type needs a GPU of its own type; a host takes VMs while their vCPUs stay
+within its (over-commit-aware) CPU capacity and their memory, which vGPU VMs must reserve in full,
+within its memory.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import Counter
+from dataclasses import dataclass, field
+
+from miglab.core.catalog import ENGINE_KEYS, GpuModel, MigProfile, TimeSlicedType
+
+
+# ---------------------------------------------------------------------------------------------
+# One GPU
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Instance:
+    """A GPU instance of ``profile`` starting at memory slice ``start``."""
+
+    profile: MigProfile
+    start: int
+
+    @property
+    def end(self) -> int:
+        return self.start + self.profile.placement_size
+
+    @property
+    def mask(self) -> int:
+        return ((1 << self.profile.placement_size) - 1) << self.start
+
+
+@dataclass(frozen=True)
+class GpuLayout:
+    """A valid set of GPU instances on one GPU, with what is left."""
+
+    gpu: GpuModel
+    instances: tuple[Instance, ...]
+
+    @property
+    def used_mask(self) -> int:
+        mask = 0
+        for i in self.instances:
+            mask |= i.mask
+        return mask
+
+    @property
+    def used_compute(self) -> int:
+        return sum(i.profile.slices for i in self.instances)
+
+    @property
+    def free_compute(self) -> int:
+        return self.gpu.compute_slices - self.used_compute
+
+    @property
+    def free_memory_slices(self) -> list[int]:
+        return [s for s in range(self.gpu.memory_slices) if not self.used_mask >> s & 1]
+
+    @property
+    def free_memory_gib(self) -> float:
+        per_slice = self.gpu.memory_gib / self.gpu.memory_slices
+        return round(len(self.free_memory_slices) * per_slice, 2)
+
+    def addable(self) -> dict[str, int]:
+        """How many more instances of each profile (alone) would still fit."""
+        out = {}
+        for p in self.gpu.profiles:
+            n = 0
+            while fit(self.gpu, [p] * (n + 1), self.instances) is not None:
+                n += 1
+            out[p.name] = n
+        return out
+
+    @property
+    def fillable_compute(self) -> int:
+        """The most compute slices that further instances could still use."""
+        return _max_fill(self.gpu, self.used_mask, _counts_key(self.gpu, self.instances))
+
+    @property
+    def stranded_compute(self) -> int:
+        """Free compute slices no placement can use any more: the cost of fragmentation."""
+        return self.free_compute - self.fillable_compute
+
+    def summary(self) -> dict:
+        return {
+            "instances": [
+                {"profile": i.profile.name, "start": i.start, "size": i.profile.placement_size}
+                for i in self.instances
+            ],
+            "free_compute_slices": self.free_compute,
+            "free_memory_slices": self.free_memory_slices,
+            "free_memory_gib": self.free_memory_gib,
+            "stranded_compute_slices": self.stranded_compute,
+            "addable": {k: v for k, v in self.addable().items() if v},
+        }
+
+    def render(self, label: str = "", names: dict[int, str] | None = None) -> str:
+        """A text picture of the memory slices, like Figure 1 of the seed's blog post."""
+        return render_map(self, label, names)
+
+
+def _engine_total(profiles) -> tuple[int, ...]:
+    tot = [0] * len(ENGINE_KEYS)
+    for p in profiles:
+        for k, v in enumerate(p.engines.as_tuple()):
+            tot[k] += v
+    return tuple(tot)
+
+
+def count_problems(gpu: GpuModel, profiles: list[MigProfile]) -> list[str]:
+    """Rules that need no placement search: instance limits, compute, memory, engines."""
+    problems = []
+    counts = Counter(p.name for p in profiles)
+    by_name = {p.name: p for p in gpu.profiles}
+    for name, n in counts.items():
+        if n > by_name[name].max_instances:
+            problems.append(
+                f"{n}x {name} exceeds its maximum of {by_name[name].max_instances} per GPU"
+            )
+    compute = sum(p.slices for p in profiles)
+    if compute > gpu.compute_slices:
+        problems.append(f"needs {compute} compute slices, {gpu.name} has {gpu.compute_slices}")
+    memory = sum(p.placement_size for p in profiles)
+    if memory > gpu.memory_slices:
+        problems.append(f"needs {memory} memory slices, {gpu.name} has {gpu.memory_slices}")
+    total = _engine_total(profiles)
+    for key, have, need in zip(ENGINE_KEYS, gpu.engines.as_tuple(), total, strict=True):
+        if need > have:
+            problems.append(f"needs {need} {key} engines, {gpu.name} has {have}")
+    return problems
+
+
+def _solutions(gpu: GpuModel, profiles: list[MigProfile], occupied: int):
+    """Every placement (start per instance) of ``profiles`` around ``occupied`` slices.
+
+    Profiles are placed biggest first; identical profiles take increasing starts so that each
+    set of positions is produced once.
+    """
+    order = sorted(profiles, key=lambda p: (-p.placement_size, len(p.placements), p.name))
+
+    def rec(k: int, mask: int, prev: tuple[str, int]):
+        if k == len(order):
+            yield ()
+            return
+        p = order[k]
+        for start in p.placements:
+            if prev[0] == p.name and start <= prev[1]:
+                continue
+            if start + p.placement_size > gpu.memory_slices:
+                continue
+            m = ((1 << p.placement_size) - 1) << start
+            if mask & m:
+                continue
+            for rest in rec(k + 1, mask | m, (p.name, start)):
+                yield (Instance(p, start), *rest)
+
+    yield from rec(0, occupied, ("", -1))
+
+
+def _counts_key(gpu: GpuModel, instances) -> tuple[int, ...]:
+    c = Counter(i.profile.name for i in instances)
+    return tuple(c[p.name] for p in gpu.profiles)
+
+
+@functools.lru_cache(maxsize=65536)
+def _max_fill(gpu: GpuModel, mask: int, counts: tuple[int, ...]) -> int:
+    """Most compute slices addable on top of ``mask`` with ``counts`` instances already there."""
+    used = [p for p, n in zip(gpu.profiles, counts, strict=True) for _ in range(n)]
+    free_compute = gpu.compute_slices - sum(p.slices for p in used)
+    engines_used = _engine_total(used)
+    best = 0
+    for k, p in enumerate(gpu.profiles):
+        if counts[k] >= p.max_instances or p.slices > free_compute:
+            continue
+        if any(
+            u + e > h
+            for u, e, h in zip(
+                engines_used, p.engines.as_tuple(), gpu.engines.as_tuple(), strict=True
+            )
+        ):
+            continue
+        for start in p.placements:
+            m = ((1 << p.placement_size) - 1) << start
+            if start + p.placement_size > gpu.memory_slices or mask & m:
+                continue
+            nxt = counts[:k] + (counts[k] + 1,) + counts[k + 1 :]
+            best = max(best, p.slices + _max_fill(gpu, mask | m, nxt))
+            if best == free_compute:
+                return best
+    return best
+
+
+def _score(layout: GpuLayout) -> tuple:
+    """Prefer layouts that keep the most of the GPU usable, then the biggest free block."""
+    largest = 0
+    mask = layout.used_mask
+    for p in layout.gpu.profiles:
+        if any(
+            not mask & (((1 << p.placement_size) - 1) << s)
+            and s + p.placement_size <= layout.gpu.memory_slices
+            for s in p.placements
+        ):
+            largest = max(largest, p.placement_size)
+    return (layout.fillable_compute, largest, tuple(i.start for i in layout.instances))
+
+
+@functools.lru_cache(maxsize=16384)
+def _fit_cached(gpu: GpuModel, names: tuple[str, ...], fixed: tuple[Instance, ...]):
+    by_name = {p.name: p for p in gpu.profiles}
+    profiles = [by_name[n] for n in names]
+    everything = [i.profile for i in fixed] + profiles
+    if count_problems(gpu, everything):
+        return None
+    occupied = 0
+    for i in fixed:
+        occupied |= i.mask
+    best = None
+    best_score = None
+    for sol in _solutions(gpu, profiles, occupied):
+        layout = GpuLayout(gpu, tuple(sorted(fixed + sol, key=lambda i: (i.start, i.profile.name))))
+        score = _score(layout)
+        if best_score is None or score > best_score:
+            best, best_score = layout, score
+    return best
+
+
+def fit(
+    gpu: GpuModel, profiles: list[MigProfile], fixed: tuple[Instance, ...] = ()
+) -> GpuLayout | None:
+    """The best valid layout of ``profiles`` (plus already-placed ``fixed``) on one GPU, or None."""
+    known = _profile_names(gpu)
+    for p in profiles:
+        if p.name not in known or known[p.name] is not p:
+            raise ValueError(f"{p.name} is not a MIG profile object of {gpu.name}")
+    names = tuple(sorted(p.name for p in profiles))
+    return _fit_cached(gpu, names, tuple(fixed))
+
+
+@functools.lru_cache(maxsize=256)
+def _profile_names(gpu: GpuModel) -> dict[str, MigProfile]:
+    return {p.name: p for p in gpu.profiles}
+
+
+def explain_no_fit(gpu: GpuModel, profiles: list[MigProfile]) -> str:
+    """Why ``profiles`` cannot share one GPU, in NVIDIA's terms."""
+    problems = count_problems(gpu, profiles)
+    if problems:
+        return "; ".join(problems)
+    return (
+        "no placement satisfies NVIDIA's start-slice rules (the instances' memory slices would "
+        "overlap: "
+        + ", ".join(
+            f"{p.name} starts at {{{','.join(map(str, p.placements))}}} size {p.placement_size}"
+            for p in sorted(set(profiles), key=lambda p: -p.placement_size)
+        )
+        + ")"
+    )
+
+
+def render_map(layout: GpuLayout, label: str = "", names: dict[int, str] | None = None) -> str:
+    """A text picture of one GPU's memory slices: a ruler, one box per GPU instance and, when
+    ``names`` maps an instance's start slice to a label (e.g. its VM), a line of those labels."""
+    width = 9
+    n = layout.gpu.memory_slices
+    pad = " " * len(label)
+    ruler = pad + " " + "".join(f"{s:^{width}}" for s in range(n))
+    boxes: list[str] = []
+    tags: list[str] = []
+    pos = 0
+
+    def free_cell():
+        boxes.append("[" + "free".center(width - 2) + "]")
+        tags.append(" " * width)
+
+    for inst in sorted(layout.instances, key=lambda i: i.start):
+        while pos < inst.start:
+            free_cell()
+            pos += 1
+        span = width * inst.profile.placement_size - 2
+        boxes.append("[" + inst.profile.name[:span].center(span) + "]")
+        tags.append(" " + (names or {}).get(inst.start, "")[:span].center(span) + " ")
+        pos = inst.end
+    while pos < n:
+        free_cell()
+        pos += 1
+    lines = [ruler, label + " " + "".join(boxes)]
+    if names:
+        lines.append(pad + " " + "".join(tags).rstrip())
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# Several GPUs and hosts
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Host:
+    """An ESXi host of the lab: its GPUs (index = nvidia-smi index) and capacity."""
+
+    name: str
+    gpus: tuple[GpuModel, ...]
+    cpus: int  # logical CPUs
+    memory_gb: int
+    cpu_overcommit: float = 2.0  # most vCPUs per logical CPU the lab allows
+    memory_reserved_gb: int = 32  # kept for ESXi itself
+
+    @property
+    def vcpu_capacity(self) -> int:
+        return int(self.cpus * self.cpu_overcommit)
+
+    @property
+    def memory_capacity_gb(self) -> int:
+        return self.memory_gb - self.memory_reserved_gb
+
+
+@dataclass(frozen=True)
+class Lab:
+    hosts: tuple[Host, ...]
+    name: str = "lab"
+    source: str = "<built-in>"
+
+    def gpu_slots(self) -> list[tuple[str, int]]:
+        return [(h.name, i) for h in self.hosts for i in range(len(h.gpus))]
+
+    def host(self, name: str) -> Host:
+        return next(h for h in self.hosts if h.name == name)
+
+
+@dataclass(frozen=True)
+class VmRequest:
+    """One VM of a scenario: one vGPU plus its size."""
+
+    name: str
+    vgpu: MigProfile | TimeSlicedType
+    vcpus: int
+    memory_gb: int
+
+
+@dataclass(frozen=True)
+class VmPlacement:
+    vm: VmRequest
+    host: str
+    gpu_index: int
+    start: int | None  # memory slice of the GPU instance; None for time-sliced vGPUs
+    vgpu_type: str | None  # None: no vSphere vGPU type known (GPU imported from a capture)
+
+
+@dataclass
+class GpuUse:
+    """What one scenario puts on one GPU."""
+
+    host: str
+    index: int
+    model: GpuModel
+    mig: GpuLayout | None = None
+    time_sliced: TimeSlicedType | None = None
+    vms: list[VmRequest] = field(default_factory=list)
+
+    @property
+    def mode(self) -> str:
+        return "mig" if self.mig is not None else "time-sliced"
+
+
+@dataclass
+class Packing:
+    """Where every VM of one scenario lands."""
+
+    placements: list[VmPlacement]
+    gpus: list[GpuUse]
+    host_vcpus: dict[str, int]
+    host_memory_gb: dict[str, int]
+
+    @property
+    def gpu_slots(self) -> set[tuple[str, int]]:
+        return {(g.host, g.index) for g in self.gpus}
+
+
+EXACT_SEARCH_MAX_VMS = 64
+
+
+class PackError(ValueError):
+    """The VMs cannot be placed; the message says what ran out."""
+
+
+def _vm_sort_key(vm: VmRequest):
+    if isinstance(vm.vgpu, MigProfile):
+        return (0, -vm.vgpu.placement_size, -vm.vgpu.slices, len(vm.vgpu.placements), vm.name)
+    return (1, -vm.vgpu.framebuffer_gib, 0, 0, vm.name)
+
+
+def pack(
+    vms: list[VmRequest],
+    lab: Lab,
+    *,
+    allowed_gpus: set[tuple[str, int]] | None = None,
+    host_vcpu_limit: dict[str, int] | None = None,
+    host_memory_limit: dict[str, int] | None = None,
+    max_gpus: int | None = None,
+    node_limit: int = 200_000,
+) -> Packing:
+    """Place every VM on a (host, GPU), fewest GPUs first; exact backtracking over GPU choice.
+
+    ``allowed_gpus`` restricts the GPUs (e.g. those not busy with a concurrent scenario);
+    ``host_vcpu_limit``/``host_memory_limit`` override a host's capacity (used by the scheduler).
+    """
+    order = sorted(vms, key=_vm_sort_key)
+    hosts = {h.name: h for h in lab.hosts}
+    slots = [s for s in lab.gpu_slots() if allowed_gpus is None or s in allowed_gpus]
+    vcpu_cap = {h.name: h.vcpu_capacity for h in lab.hosts}
+    if host_vcpu_limit:
+        vcpu_cap.update(host_vcpu_limit)
+    mem_cap = {h.name: h.memory_capacity_gb for h in lab.hosts}
+    if host_memory_limit:
+        mem_cap.update(host_memory_limit)
+
+    # Quick, clear reasons before searching.
+    for vm in order:
+        fits_somewhere = False
+        for host_name, idx in slots:
+            host = hosts[host_name]
+            if vm.vcpus > vcpu_cap[host_name] or vm.vcpus > host.cpus:
+                continue
+            if vm.memory_gb > mem_cap[host_name]:
+                continue
+            model = host.gpus[idx]
+            if isinstance(vm.vgpu, MigProfile):
+                if any(p.name == vm.vgpu.name and p.id == vm.vgpu.id for p in model.profiles):
+                    fits_somewhere = True
+            elif vm.vgpu in model.time_sliced:
+                fits_somewhere = True
+        if not fits_somewhere:
+            raise PackError(
+                f"VM {vm.name} ({_vgpu_name(vm.vgpu)}, {vm.vcpus} vCPUs, {vm.memory_gb} GB) "
+                "fits on no GPU/host of the lab"
+            )
+    need_vcpus = sum(vm.vcpus for vm in vms)
+    have_vcpus = sum(vcpu_cap[h] for h in {s[0] for s in slots})
+    if need_vcpus > have_vcpus:
+        raise PackError(f"needs {need_vcpus} vCPUs, the lab allows {have_vcpus}")
+    need_mem = sum(vm.memory_gb for vm in vms)
+    have_mem = sum(mem_cap[h] for h in {s[0] for s in slots})
+    if need_mem > have_mem:
+        raise PackError(f"needs {need_mem} GB of reserved memory, the lab has {have_mem} GB")
+
+    state_gpu: dict[tuple[str, int], list[VmRequest]] = {}
+    state_vcpu = dict.fromkeys(hosts, 0)
+    state_mem = dict.fromkeys(hosts, 0)
+
+    def gpu_accepts(slot, vm) -> bool:
+        model = hosts[slot[0]].gpus[slot[1]]
+        current = state_gpu.get(slot, [])
+        if isinstance(vm.vgpu, MigProfile):
+            if any(not isinstance(v.vgpu, MigProfile) for v in current):
+                return False
+            return fit(model, [v.vgpu for v in current] + [vm.vgpu]) is not None
+        if vm.vgpu not in model.time_sliced:
+            return False
+        if any(v.vgpu != vm.vgpu for v in current):
+            return False
+        return len(current) < vm.vgpu.max_per_gpu
+
+    def host_accepts(host_name, vm) -> bool:
+        return (
+            state_vcpu[host_name] + vm.vcpus <= vcpu_cap[host_name]
+            and state_mem[host_name] + vm.memory_gb <= mem_cap[host_name]
+        )
+
+    def candidates(vm):
+        """GPUs already used by the scenario first, then one fresh GPU per equivalence class
+        (same model on a host in the same state: trying a second one cannot help)."""
+        yield from (s for s in slots if s in state_gpu)
+        if max_gpus is not None and len(state_gpu) >= max_gpus:
+            return
+        seen: set[tuple] = set()
+        for slot in slots:
+            if slot in state_gpu:
+                continue
+            host = hosts[slot[0]]
+            host_in_use = any(h == host.name for h, _ in state_gpu)
+            key = (
+                host.gpus[slot[1]].name,
+                host.name if host_in_use else None,
+                state_vcpu[host.name],
+                state_mem[host.name],
+                host.cpus,
+                host.memory_gb,
+            )
+            if key not in seen:
+                seen.add(key)
+                yield slot
+
+    def place(slot, vm) -> None:
+        state_gpu.setdefault(slot, []).append(vm)
+        state_vcpu[slot[0]] += vm.vcpus
+        state_mem[slot[0]] += vm.memory_gb
+
+    def unplace(slot, vm) -> None:
+        state_gpu[slot].remove(vm)
+        if not state_gpu[slot]:
+            del state_gpu[slot]
+        state_vcpu[slot[0]] -= vm.vcpus
+        state_mem[slot[0]] -= vm.memory_gb
+
+    def greedy() -> bool:
+        """First fit, biggest vGPUs first; a GPU that refused a profile refuses it again later
+        (its instances only grow), which keeps large labs fast."""
+        refused: set[tuple] = set()
+        for vm in order:
+            for slot in candidates(vm):
+                if (slot, vm.vgpu.name) in refused or not host_accepts(slot[0], vm):
+                    continue
+                if gpu_accepts(slot, vm):
+                    place(slot, vm)
+                    break
+                refused.add((slot, vm.vgpu.name))
+            else:
+                return False
+        return True
+
+    nodes = 0
+    # States known to fail. What the remaining VMs can do depends only on which vGPUs each GPU
+    # holds and on each host's vCPU and memory use, not on which of two alike VMs went where:
+    # without this, an infeasible scenario on a few GPUs retries every permutation.
+    dead: set[tuple] = set()
+
+    def state_key(k: int) -> tuple:
+        gpus_key = tuple(
+            sorted(
+                (slot, tuple(sorted(_vgpu_name(v.vgpu) for v in vms)))
+                for slot, vms in state_gpu.items()
+            )
+        )
+        return (k, gpus_key, tuple(sorted(state_vcpu.items())), tuple(sorted(state_mem.items())))
+
+    def exact(k: int) -> bool:
+        nonlocal nodes
+        if k == len(order):
+            return True
+        key = state_key(k)
+        if key in dead:
+            return False
+        nodes += 1
+        if nodes > node_limit:
+            raise PackError(f"placement search gave up after {node_limit} steps")
+        vm = order[k]
+        for slot in list(candidates(vm)):
+            if host_accepts(slot[0], vm) and gpu_accepts(slot, vm):
+                place(slot, vm)
+                if exact(k + 1):
+                    return True
+                unplace(slot, vm)
+        dead.add(key)
+        return False
+
+    if not greedy():
+        for slot in list(state_gpu):
+            for vm in list(state_gpu[slot]):
+                unplace(slot, vm)
+        # Exact search only where it is affordable (greedy handles large scenarios) and where
+        # the GPUs' total compute and memory slices could hold the MIG VMs at all (a scheduler
+        # trying a scenario on the GPUs left free would otherwise search in vain).
+        if (
+            len(order) > EXACT_SEARCH_MAX_VMS
+            or not _slices_suffice(order, [hosts[h].gpus[i] for h, i in slots], max_gpus)
+            or not exact(0)
+        ):
+            raise PackError(_explain_pack_failure(order, lab, slots, vcpu_cap, mem_cap, max_gpus))
+
+    placements: list[VmPlacement] = []
+    gpus: list[GpuUse] = []
+    for slot in slots:
+        if slot not in state_gpu:
+            continue
+        host = hosts[slot[0]]
+        model = host.gpus[slot[1]]
+        members = state_gpu[slot]
+        use = GpuUse(slot[0], slot[1], model, vms=list(members))
+        if isinstance(members[0].vgpu, MigProfile):
+            layout = fit(model, [v.vgpu for v in members])
+            assert layout is not None  # accepted above
+            use.mig = layout
+            # Hand out starts to VMs of each profile in VM-name order.
+            starts: dict[str, list[int]] = {}
+            for inst in layout.instances:
+                starts.setdefault(inst.profile.name, []).append(inst.start)
+            for vm in sorted(members, key=lambda v: v.name):
+                start = starts[vm.vgpu.name].pop(0)
+                placements.append(
+                    VmPlacement(vm, slot[0], slot[1], start, model.vgpu_type(vm.vgpu))
+                )
+        else:
+            use.time_sliced = members[0].vgpu
+            for vm in sorted(members, key=lambda v: v.name):
+                placements.append(VmPlacement(vm, slot[0], slot[1], None, vm.vgpu.name))
+        gpus.append(use)
+    placements.sort(key=lambda p: p.vm.name)
+    return Packing(
+        placements,
+        gpus,
+        {h: v for h, v in state_vcpu.items() if v},
+        {h: v for h, v in state_mem.items() if v},
+    )
+
+
+def _slices_suffice(order: list[VmRequest], models: list[GpuModel], max_gpus: int | None) -> bool:
+    """Whether the MIG VMs' compute and memory slices fit in those of the best ``max_gpus``
+    GPUs: a necessary condition only (placement rules may still refuse)."""
+    mig = [vm.vgpu for vm in order if isinstance(vm.vgpu, MigProfile)]
+    if not mig:
+        return True
+    usable = [m for m in models if m.profiles]
+    if max_gpus is not None:
+        usable_compute = sorted((m.compute_slices for m in usable), reverse=True)[:max_gpus]
+        usable_memory = sorted((m.memory_slices for m in usable), reverse=True)[:max_gpus]
+    else:
+        usable_compute = [m.compute_slices for m in usable]
+        usable_memory = [m.memory_slices for m in usable]
+    return sum(p.slices for p in mig) <= sum(usable_compute) and sum(
+        p.placement_size for p in mig
+    ) <= sum(usable_memory)
+
+
+def _vgpu_name(v: MigProfile | TimeSlicedType) -> str:
+    return v.name
+
+
+def _explain_pack_failure(order, lab, slots, vcpu_cap, mem_cap, max_gpus) -> str:
+    mig = [vm.vgpu for vm in order if isinstance(vm.vgpu, MigProfile)]
+    models = {lab.host(h).gpus[i] for h, i in slots}
+    if max_gpus == 1 and len(models) == 1 and mig and len(mig) == len(order):
+        model = next(iter(models))
+        return f"cannot share one {model.name}: " + explain_no_fit(model, mig)
+    desc = ", ".join(f"{n}x {name}" for name, n in Counter(v.vgpu.name for v in order).items())
+    where = f"{len(slots)} GPU(s)" + (f", at most {max_gpus} for this scenario" if max_gpus else "")
+    return (
+        f"{desc} do not fit on {where} under NVIDIA's placement rules and the hosts' vCPU/memory "
+        f"capacity (vCPUs {sum(v.vcpus for v in order)} of {sum(vcpu_cap[h] for h in vcpu_cap)}, "
+        f"memory {sum(v.memory_gb for v in order)} of {sum(mem_cap[h] for h in mem_cap)} GB)"
+    )

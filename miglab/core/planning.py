@@ -1,0 +1,146 @@
+"""The plan of a campaign on a lab: placements per scenario, capacity left, schedule (as data)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from miglab.adapters.inventory import load_lab
+from miglab.core.campaign import Campaign, check_fits, load_campaign
+from miglab.core.placement import Lab
+from miglab.core.schedule import Schedule, plan_schedule
+from miglab.errors import ValidationError
+
+
+@dataclass
+class CampaignPlan:
+    campaign: Campaign
+    lab: Lab
+    schedule: Schedule
+
+    def as_json(self) -> dict:
+        c, lab, sch = self.campaign, self.lab, self.schedule
+        scenarios = []
+        for wave_no, wave in enumerate(sch.waves(), start=1):
+            for job in wave:
+                s, pk = job.scenario, job.packing
+                scenarios.append(
+                    {
+                        "id": s.id,
+                        "vgpus": {v.name: n for v, n in s.vgpus},
+                        "wave": wave_no,
+                        "start_s": job.start_s,
+                        "end_s": job.end_s,
+                        "vms": [
+                            {
+                                "name": p.vm.name,
+                                "host": p.host,
+                                "gpu": p.gpu_index,
+                                "profile": p.vm.vgpu.name,
+                                "vgpu_type": p.vgpu_type,
+                                "start_slice": p.start,
+                                "vcpus": p.vm.vcpus,
+                                "memory_gb": p.vm.memory_gb,
+                                "memory_reservation_gb": p.vm.memory_gb,
+                                "mmio_gb": c.mmio_gb(s),
+                            }
+                            for p in pk.placements
+                        ],
+                        "gpus": [
+                            {
+                                "host": g.host,
+                                "index": g.index,
+                                "mode": g.mode,
+                                **(
+                                    g.mig.summary()
+                                    if g.mig
+                                    else {"type": g.time_sliced.name, "vgpus": len(g.vms)}
+                                ),
+                            }
+                            for g in pk.gpus
+                        ],
+                        "hosts": {
+                            h: {"vcpus": pk.host_vcpus[h], "memory_gb": pk.host_memory_gb[h]}
+                            for h in pk.host_vcpus
+                        },
+                    }
+                )
+        return {
+            "campaign": c.name,
+            "file": c.file,
+            "gpu": c.gpu.name,
+            "mlperf": {
+                "benchmarks": list(c.mlperf.benchmarks),
+                "scenarios": list(c.mlperf.scenarios),
+                "runs": c.mlperf.runs,
+                "baseline": c.mlperf.baseline,
+                "min_duration_s": c.mlperf.min_duration_s,
+            },
+            "lab": {
+                "source": lab.source,
+                "hosts": [
+                    {
+                        "name": h.name,
+                        "gpus": [g.name for g in h.gpus],
+                        "cpus": h.cpus,
+                        "memory_gb": h.memory_gb,
+                        "vcpu_capacity": h.vcpu_capacity,
+                        "memory_capacity_gb": h.memory_capacity_gb,
+                    }
+                    for h in lab.hosts
+                ],
+            },
+            "warnings": list(c.warnings),
+            "scenarios": scenarios,
+            "schedule": {
+                "parallel": sch.parallel,
+                "mlperf_runs_per_scenario": sch.jobs[0].runs if sch.jobs else 0,
+                "scenario_duration_s": sch.jobs[0].duration_s if sch.jobs else 0,
+                "serial_s": sch.serial_s,
+                "makespan_s": sch.makespan_s,
+                "lower_bound_s": sch.lower_bound_s,
+            },
+        }
+
+
+def vm_spec(plan_vm: dict) -> dict:
+    """A planned VM (``CampaignPlan.as_json()['scenarios'][i]['vms'][j]``) as the VM spec of the
+    vSphere layer (module ``miglab.lab.vgpu_vm``'s ``vms`` items): name, host, vCPUs, memory,
+    MMIO size and its one vGPU."""
+    missing = [k for k in ("name", "host", "vgpu_type", "vcpus", "memory_gb") if k not in plan_vm]
+    if missing:
+        raise ValueError(f"planned VM {plan_vm.get('name', '?')}: no {', '.join(missing)}")
+    spec = {
+        "name": str(plan_vm["name"]),
+        "host": str(plan_vm["host"]),
+        "vcpus": int(plan_vm["vcpus"]),
+        "memory_gb": int(plan_vm["memory_gb"]),
+        "vgpus": [str(plan_vm["vgpu_type"])],
+    }
+    if plan_vm.get("mmio_gb"):
+        spec["mmio_gb"] = int(plan_vm["mmio_gb"])
+    return spec
+
+
+def plan_campaign(campaign: Campaign, lab: Lab) -> CampaignPlan:
+    return CampaignPlan(campaign, lab, plan_schedule(campaign, lab))
+
+
+def load_checked(campaign_path: str | Path, inventory: str | Path | None) -> tuple[Campaign, Lab]:
+    """Validate the campaign and the lab inventory (all problems of both at once), then check
+    that every scenario fits the lab. The campaign is read first: a GPU it imports from an
+    nvidia-smi capture (``gpu_capture``) is then known to the inventory too."""
+    problems = []
+    campaign = lab = None
+    try:
+        campaign = load_campaign(campaign_path)
+    except ValidationError as exc:
+        problems.extend(exc.problems)
+    try:
+        lab = load_lab(inventory)
+    except ValidationError as exc:
+        problems.extend(exc.problems)
+    if problems:
+        raise ValidationError(problems)
+    check_fits(campaign, lab)
+    return campaign, lab

@@ -1,0 +1,162 @@
+"""The two-phase start barrier between the controller and the runs in a scenario's guests.
+
+A run (``python -m miglab.mlperf.run --barrier-dir DIR``) keeps its state in ``DIR``:
+
+- ``pid``: the run's process;
+- ``state``: ``ready`` once the SUT is loaded, then ``done <exit status>`` when the run has
+  ended (its logs written, and packed with ``--pack``), or ``failed: <why>``;
+- ``go``: written by the controller once every guest is ready: the start moment (epoch seconds).
+
+``python -m miglab.mlperf.guest.barrier release DIR START_AT [--timeout S]`` writes ``go`` and
+waits, in
+the guest, until the run has ended -- one call per run and guest, instead of the controller
+polling each guest. It prints one JSON line (``state``, ``rc``, ``line``) and exits 0 when the
+run ended (VALID or not: the logs say which), 1 when it failed or its process vanished without a
+result, 2 when it did not end within the timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from miglab.core.process import pid_alive
+
+STATE, GO, PID = "state", "go", "pid"
+
+
+class BarrierTimeout(Exception):
+    pass
+
+
+def write_state(folder: str | Path, text: str) -> None:
+    """``folder/state`` replaced atomically: a reader never sees half a line."""
+    folder = Path(folder)
+    tmp = folder / f"{STATE}.tmp"
+    tmp.write_text(text + "\n", encoding="utf-8")
+    os.replace(tmp, folder / STATE)
+
+
+def read_state(folder: str | Path) -> str:
+    try:
+        return (Path(folder) / STATE).read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return ""
+
+
+def write_pid(folder: str | Path) -> None:
+    (Path(folder) / PID).write_text(f"{os.getpid()}\n", encoding="utf-8")
+
+
+def clean_ended(parent: str | Path, keep: str | Path) -> list[Path]:
+    """Remove the barrier folders in ``parent`` (earlier rounds in this guest) whose run has
+    ended, all but ``keep``: the controller fetched their tarballs before this round began."""
+    import shutil
+
+    removed = []
+    keep = Path(keep).resolve()
+    for folder in Path(parent).iterdir():
+        if folder.is_dir() and folder.resolve() != keep:
+            state = read_state(folder)
+            if state.startswith(("done", "failed")):
+                shutil.rmtree(folder, ignore_errors=True)
+                removed.append(folder)
+    return removed
+
+
+def await_go(folder: str | Path, timeout: float, poll: float = 0.05) -> float:
+    """Say ready in ``folder``, then wait for the controller's go file; its start moment."""
+    folder = Path(folder)
+    write_state(folder, "ready")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            text = (folder / GO).read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            time.sleep(poll)
+            continue
+        try:
+            return float(text)
+        except ValueError:
+            time.sleep(poll)  # being written
+    raise BarrierTimeout(f"no start moment from the controller in {timeout:.0f} s ({folder / GO})")
+
+
+def release(folder: str | Path, start_at: float) -> None:
+    folder = Path(folder)
+    tmp = folder / f"{GO}.tmp"
+    tmp.write_text(f"{start_at}\n", encoding="utf-8")
+    os.replace(tmp, folder / GO)
+
+
+def _pid(folder: Path) -> int | None:
+    try:
+        return int((folder / PID).read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def wait_done(folder: str | Path, timeout: float, poll: float = 0.2) -> dict:
+    """Wait until the run in ``folder`` has ended: ``{"state", "rc", "line"}``; ``rc`` is the
+    run's exit status, None when it failed without one."""
+    folder = Path(folder)
+    deadline = time.monotonic() + timeout
+    gone_since = None
+    while True:
+        state = read_state(folder)
+        if state.startswith("done"):
+            parts = state.split()
+            rc = int(parts[1]) if len(parts) > 1 and parts[1].lstrip("-").isdigit() else None
+            return {"state": "done", "rc": rc, "line": state}
+        if state.startswith("failed"):
+            return {"state": "failed", "rc": None, "line": state}
+        pid = _pid(folder)
+        if pid is not None and not pid_alive(pid):
+            # The state may have been written just before the process ended: look once more.
+            gone_since = gone_since or time.monotonic()
+            if time.monotonic() - gone_since > 1.0:
+                return {
+                    "state": "failed",
+                    "rc": None,
+                    "line": f"failed: the run's process ({pid}) ended without a result",
+                }
+        if time.monotonic() >= deadline:
+            raise BarrierTimeout(f"the run did not end within {timeout:.0f} s ({folder})")
+        time.sleep(poll)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m miglab.mlperf.guest.barrier")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("release", help="write the start moment, then wait until the run ended")
+    r.add_argument("dir", metavar="DIR")
+    r.add_argument("start_at", metavar="START_AT", type=float)
+    r.add_argument("--timeout", type=float, default=3600.0, help="seconds (default 3600)")
+    a = p.parse_args(argv)
+    folder = Path(a.dir)
+    if not folder.is_dir():
+        line = f"failed: no barrier folder {folder}"
+        print(json.dumps({"state": "failed", "rc": None, "line": line}))
+        print(line, file=sys.stderr)
+        return 1
+    release(folder, a.start_at)
+    try:
+        result = wait_done(folder, a.timeout)
+    except BarrierTimeout as exc:
+        print(json.dumps({"state": "timeout", "rc": None, "line": str(exc)}))
+        print(str(exc), file=sys.stderr)
+        return 2
+    print(json.dumps(result))
+    if result["state"] == "done":
+        return 0
+    print(result["line"], file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,312 @@
+"""``python -m miglab.mlperf.run``: one MLPerf Inference run in this guest, laid out for collection.
+
+    python -m miglab.mlperf.run --backend reference --sut onnxruntime|torch \\
+        --benchmark resnet50 --scenario Offline --out DIR --run N \\
+        [--user-conf F] [--min-duration-ms N] [--start-at EPOCH_SECONDS] ...
+
+``DIR`` is the VM's folder of the results tree (``results/<campaign>/<scenario>/<vm>``); the logs
+go to ``DIR/<benchmark>/<scenario>/performance/run_<N>/`` (``accuracy/`` for AccuracyOnly) with
+``miglab_run.json`` beside them. Everything slow (model, inputs, CUDA graphs, the raw-throughput
+measurement) happens first; then, with ``--start-at``, the command sleeps until that wall-clock
+time, so that every VM of a scenario starts LoadGen at the same moment (the barrier).
+
+Exit status: 0 when LoadGen says VALID; 1 when the run finished but is not VALID (one line on
+stderr says why); 2 when the run could not be made (bad option, missing file, AccuracyOnly
+without real weights and data: one ``error:`` line); 3 when the SUT failed during the run.
+Progress goes to stderr; the last line on stdout is the result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+from miglab.mlperf.guest import barrier as barrier_lib
+from miglab.mlperf.guest.backends import BACKENDS, BackendError, get_backend
+from miglab.mlperf.guest.backends.base import MODES, SCENARIOS, progress
+
+EXIT_OK, EXIT_INVALID, EXIT_ERROR = 0, 1, 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m miglab.mlperf.run",
+        description="Run one MLPerf Inference benchmark with LoadGen and lay its logs out for "
+        "the miglab collector.",
+    )
+    p.add_argument("--backend", default="reference", choices=BACKENDS)
+    p.add_argument("--sut", required=True, choices=("torch", "onnxruntime"))
+    p.add_argument("--benchmark", required=True, help="resnet50, bert-99 (bert), bert-99.9")
+    p.add_argument("--scenario", default="Offline", choices=SCENARIOS)
+    p.add_argument("--mode", default="PerformanceOnly", choices=MODES)
+    p.add_argument("--out", required=True, help="the VM's results folder")
+    p.add_argument("--run", type=int, default=1, help="run number (run_<N>)")
+    g = p.add_argument_group("model and data (nothing is downloaded)")
+    g.add_argument("--model", help="onnxruntime: an .onnx file, or tiny-conv / tiny-mlp")
+    g.add_argument("--weights", help="torch: ResNet50 state_dict, BERT state_dict or HF folder")
+    g.add_argument(
+        "--weights-kind",
+        choices=("real", "random"),
+        help="say what the weights are (default: torch random unless --weights; "
+        "onnxruntime real, tiny models random)",
+    )
+    g.add_argument("--dataset", help="preprocessed samples (.npz), needed for AccuracyOnly")
+    g.add_argument("--device", default="cuda", help="torch device (default cuda)")
+    g = p.add_argument_group("LoadGen settings")
+    g.add_argument("--mlperf-conf", help="mlperf.conf applied on top of LoadGen's built-in one")
+    g.add_argument("--user-conf", help="user.conf")
+    g.add_argument("--min-duration-ms", type=int)
+    g.add_argument("--max-duration-ms", type=int)
+    g.add_argument("--min-query-count", type=int)
+    g.add_argument("--max-query-count", type=int)
+    g.add_argument("--target-qps", type=float, help="Offline expected / Server target QPS")
+    g.add_argument("--target-latency-ms", type=float, help="Server latency bound")
+    g.add_argument("--performance-sample-count", type=int)
+    g = p.add_argument_group("SUT")
+    g.add_argument("--batch-size", type=int, help="Offline batch (and raw-throughput batch)")
+    g.add_argument("--server-batch-size", type=int, help="Server: largest dynamic batch")
+    g.add_argument("--server-timeout-ms", type=float, help="Server: batching timeout")
+    g.add_argument("--max-inflight", type=int, default=2, help="Server: batches on the device")
+    g.add_argument("--batch-sizes", help="torch: CUDA graph batch sizes, comma-separated")
+    g.add_argument("--compile", action="store_true", help="torch: torch.compile the model")
+    g.add_argument("--no-cuda-graphs", action="store_true")
+    g.add_argument(
+        "--attention",
+        choices=("auto", "flash", "efficient", "cudnn", "math"),
+        help="torch: scaled-dot-product attention backend (default: PyTorch's choice)",
+    )
+    g.add_argument(
+        "--fast-gelu",
+        action="store_true",
+        help="torch BERT: tanh-approximate GELU fused into the GEMM (changes numerics)",
+    )
+    g.add_argument(
+        "--precision",
+        choices=("fp16", "fp8"),
+        help="torch: fp16 (default) or fp8 (BERT only: the encoder's GEMMs in FP8 e4m3 on "
+        "Hopper; a precision change, opt-in; recorded in miglab_run.json)",
+    )
+    g.add_argument("--threads", type=int, help="onnxruntime: intra-op threads")
+    g.add_argument("--raw-seconds", type=float, default=5.0, help="raw throughput (0: skip)")
+    g.add_argument("--warmup-seconds", type=float, default=2.0)
+    g.add_argument(
+        "--auto-target-factor",
+        type=float,
+        default=1.1,
+        help="Offline without a target QPS: this many times the raw throughput",
+    )
+    g.add_argument("--seed", type=int, default=0)
+    g = p.add_argument_group("the lab")
+    g.add_argument(
+        "--start-at",
+        type=float,
+        help="start LoadGen at this wall-clock time (seconds since the epoch): the barrier",
+    )
+    g.add_argument(
+        "--barrier-dir",
+        help="a two-phase start barrier with the controller: once the SUT is ready, write "
+        "DIR/state ('ready'; 'failed: ...' on an error), then wait for DIR/go, which holds the "
+        "start moment (epoch seconds) the controller picked once every VM was ready; at the end "
+        "DIR/state says 'done <exit status>' (see miglab.mlperf.guest.barrier)",
+    )
+    g.add_argument(
+        "--pack",
+        metavar="TARBALL",
+        help="once the run has ended, pack its folder into this .tar.gz (written atomically), "
+        "for the controller to fetch",
+    )
+    g.add_argument(
+        "--barrier-timeout",
+        type=float,
+        default=900.0,
+        help="seconds to wait for DIR/go (default 900)",
+    )
+    g.add_argument("--vm", help="VM name for miglab_run.json")
+    g.add_argument("--lab-scenario", help="the campaign scenario id (s1, s6, ...)")
+    g.add_argument("--profile", help="the VM's MIG profile")
+    g.add_argument("--vgpu-type", help="the VM's vGPU type")
+    g.add_argument("--notes", help="free text for miglab_run.json")
+    g.add_argument(
+        "--simulated-lab",
+        action="store_true",
+        help="the VM is a simulated one (miglab's built-in lab: a container, no GPU); the "
+        "results say simulated and every report marks them",
+    )
+    g.add_argument("--overwrite", action="store_true", help="replace an existing run folder")
+    return p
+
+
+def settings_from_args(a):
+    from miglab.mlperf.guest.backends.reference import ReferenceSettings
+
+    sizes = None
+    if a.batch_sizes:
+        try:
+            sizes = tuple(int(x) for x in a.batch_sizes.split(",") if x.strip())
+        except ValueError:
+            raise BackendError(
+                f"--batch-sizes: not a list of integers: {a.batch_sizes!r}"
+            ) from None
+    return ReferenceSettings(
+        benchmark=a.benchmark,
+        scenario=a.scenario,
+        mode=a.mode,
+        sut=a.sut,
+        model=a.model,
+        weights=a.weights,
+        weights_kind=a.weights_kind,
+        dataset=a.dataset,
+        device=a.device,
+        mlperf_conf=a.mlperf_conf,
+        user_conf=a.user_conf,
+        min_duration_ms=a.min_duration_ms,
+        max_duration_ms=a.max_duration_ms,
+        min_query_count=a.min_query_count,
+        max_query_count=a.max_query_count,
+        target_qps=a.target_qps,
+        target_latency_ms=a.target_latency_ms,
+        performance_sample_count=a.performance_sample_count,
+        batch_size=a.batch_size,
+        server_batch_size=a.server_batch_size,
+        server_timeout_ms=a.server_timeout_ms,
+        max_inflight=a.max_inflight,
+        batch_sizes=sizes,
+        compile=a.compile,
+        cuda_graphs=not a.no_cuda_graphs,
+        attention=a.attention,
+        fast_gelu=a.fast_gelu,
+        precision=a.precision,
+        threads=a.threads,
+        raw_seconds=a.raw_seconds,
+        warmup_seconds=a.warmup_seconds,
+        auto_target_factor=a.auto_target_factor,
+        seed=a.seed,
+        overwrite=a.overwrite,
+        meta={
+            "vm": a.vm,
+            "scenario": a.lab_scenario,
+            "profile": a.profile,
+            "vgpu_type": a.vgpu_type,
+            "notes": a.notes,
+            # None keeps the backend's own verdict (False for a real run).
+            "simulated": True if a.simulated_lab else None,
+        },
+    )
+
+
+def wait_for(start_at: float) -> dict:
+    """Sleep until ``start_at`` (epoch seconds); how late we were if it had passed."""
+    now = time.time()
+    if start_at > now:
+        progress(f"waiting {start_at - now:.1f} s for the start barrier")
+        while True:
+            left = start_at - time.time()
+            if left <= 0:
+                break
+            time.sleep(min(left, 0.5) if left > 0.01 else left)
+    late = max(0.0, time.time() - start_at)
+    if late > 1.0:
+        progress(f"warning: the start barrier had passed {late:.1f} s before this SUT was ready")
+    return {
+        "start_at": datetime.fromtimestamp(start_at).astimezone().isoformat(),
+        "late_s": round(late, 3),
+    }
+
+
+def await_go(folder: Path, timeout: float) -> float:
+    """Say ready in ``folder``, then wait for the controller's go file; its start moment."""
+    progress(f"ready; waiting for the start moment ({folder / 'go'})")
+    try:
+        return barrier_lib.await_go(folder, timeout)
+    except barrier_lib.BarrierTimeout as exc:
+        raise BackendError(str(exc)) from None
+
+
+def pack(run_dir: Path, tarball: str | Path) -> Path:
+    """``run_dir`` as ``tarball`` (``run_<n>/...``), written atomically."""
+    import tarfile
+
+    from miglab.formats.manifest import atomic_write_with
+
+    def fill(f):
+        with tarfile.open(fileobj=f, mode="w:gz") as tar:
+            tar.add(run_dir, arcname=run_dir.name)
+
+    Path(tarball).parent.mkdir(parents=True, exist_ok=True)
+    return atomic_write_with(tarball, fill)
+
+
+def main(argv=None) -> int:
+    a = build_parser().parse_args(argv)
+    if a.scenario == "Server":
+        sys.setswitchinterval(0.001)  # batcher and completion threads get the GIL sooner
+    backend = None
+    barrier = Path(a.barrier_dir) if a.barrier_dir else None
+    try:
+        if barrier is not None:
+            barrier.mkdir(parents=True, exist_ok=True)
+            barrier_lib.write_pid(barrier)
+            barrier_lib.clean_ended(barrier.parent, keep=barrier)
+        settings = settings_from_args(a)
+        backend = get_backend(a.backend)
+        backend.prepare(settings)
+        start_at = a.start_at
+        if barrier is not None:
+            start_at = await_go(barrier, a.barrier_timeout)
+        if start_at is not None:
+            backend.barrier = wait_for(start_at)
+        run_dir = backend.run(a.benchmark, a.scenario, a.mode, a.out, a.run)
+    except BackendError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        if barrier is not None:
+            barrier_lib.write_state(barrier, f"failed: {' '.join(str(exc).split())}")
+        return EXIT_ERROR
+    except BaseException as exc:  # the controller must not wait for a dead SUT
+        if barrier is not None and barrier.is_dir():
+            barrier_lib.write_state(barrier, f"failed: {type(exc).__name__}: {exc}")
+        raise
+    finally:
+        if backend is not None:
+            backend.close()
+    import json
+
+    meta = json.loads((run_dir / "miglab_run.json").read_text(encoding="utf-8"))
+    res = meta.get("loadgen") or {}
+    value = res.get("value")
+    line = (
+        f"{res.get('validity') or 'NO RESULT'} {meta['benchmark']} {a.scenario} {a.mode}: "
+        f"{res.get('metric')} = {value if value is not None else '-'}"
+    )
+    if meta.get("fidelity"):
+        line += f" (raw {meta['raw_throughput']:.1f}, fidelity {meta['fidelity']:.4f})"
+    if meta.get("accuracy"):
+        acc = meta["accuracy"]
+        line = f"ACCURACY {res.get('validity')} {meta['benchmark']} {a.scenario}: " + (
+            f"top1 = {acc['top1']}" if acc.get("top1") is not None else acc.get("note", "")
+        )
+    if a.scenario == "Server" and res.get("p99_latency_ms") is not None:
+        line += f" p99 {res['p99_latency_ms']:.2f} ms"
+    print(f"{line} -> {run_dir}")
+    rc = EXIT_OK
+    if not res.get("valid"):
+        reasons = res.get("reasons") or ["LoadGen did not say VALID"]
+        print(f"not valid: {'; '.join(str(r) for r in reasons)}", file=sys.stderr)
+        rc = EXIT_INVALID
+    try:
+        if a.pack:
+            pack(run_dir, a.pack)
+    except OSError as exc:
+        print(f"error: cannot pack {run_dir} into {a.pack}: {exc}", file=sys.stderr)
+        if barrier is not None:
+            barrier_lib.write_state(barrier, f"failed: cannot pack the run's logs: {exc}")
+        return EXIT_ERROR
+    if barrier is not None:
+        barrier_lib.write_state(barrier, f"done {rc}")
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

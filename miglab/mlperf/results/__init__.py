@@ -1,0 +1,1 @@
+"""The controller's results side: aggregation of concurrent runs and the report."""

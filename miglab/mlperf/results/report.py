@@ -1,0 +1,376 @@
+"""Write the report of an :class:`~miglab.mlperf.results.aggregate.Aggregate`: Markdown, HTML, CSV,
+JSON
+and PNG bar charts.
+
+``write_report(aggregate, out_dir)`` writes into ``out_dir``:
+
+* ``report.md`` - tables per benchmark and MLPerf scenario (VMs, profiles, total throughput as
+  mean of the runs with stdev and min-max, per-VM throughput, spread, improvement over the
+  baseline, validity), every run's total with its overlap, every excluded run with its reasons;
+* ``report.html`` - the same, self-contained (the charts embedded as data URIs);
+* ``results.csv`` and ``results.json`` - the aggregate (``Aggregate.to_csv()``/``as_json()``);
+* ``chart-<benchmark>-<scenario>.png`` - one bar per campaign scenario like the seed's Figures 5
+  and 7: mean total throughput, min-max error bars, the baseline bar and level marked, the
+  improvement over the baseline above each bar.
+
+When the runs' ``miglab_run.json`` says they were simulated or used random weights, every output
+says so at the top (and the charts in their title).
+
+The output is a function of the results only (no timestamps; PNGs without a Software tag), and
+each file is written atomically and only when its bytes change: a second report over the same
+results rewrites nothing (``ReportFiles.changed`` is empty).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from pathlib import Path
+
+from miglab.mlperf.results.aggregate import Aggregate, Group
+
+__all__ = ["ReportFiles", "format_value", "write_report"]
+
+
+class ReportFiles(dict):
+    """``{name: path}`` of every file of the report, plus which of them were rewritten
+    (``changed``) and which already held the same bytes (``unchanged``), in writing order."""
+
+    def __init__(self):
+        super().__init__()
+        self.changed: list[str] = []
+        self.unchanged: list[str] = []
+
+    def put(self, name: str, path: Path, data: bytes) -> None:
+        # Imported here: miglab.mlperf imports this module, and the role runs
+        # `python -m miglab.formats.manifest` (runpy warns when the package imported it already).
+        from miglab.formats.manifest import write_if_changed
+
+        self[name] = path
+        (self.changed if write_if_changed(path, data) else self.unchanged).append(name)
+
+
+def format_value(v: float | None, unit: str | None = None) -> str:
+    """Throughput with thousands separators and at most 2 decimals; ns latencies as ms."""
+    if v is None:
+        return "-"
+    if unit == "ns":
+        return f"{v / 1e6:,.3f} ms"
+    s = f"{v:,.2f}"
+    return s.rstrip("0").rstrip(".") if "." in s else s
+
+
+def _pct(v: float | None, signed: bool = True) -> str:
+    if v is None:
+        return "-"
+    return f"{v:+.2f} %" if signed else f"{v:.2f} %"
+
+
+def _slug(s: str) -> str:
+    return "".join(c if c.isalnum() or c in "-._" else "-" for c in s).strip("-") or "x"
+
+
+def _by_benchmark(agg: Aggregate) -> dict[tuple[str, str, str], list[Group]]:
+    out: dict[tuple[str, str, str], list[Group]] = {}
+    for g in agg.groups:
+        out.setdefault((g.campaign, g.benchmark, g.mlperf_scenario), []).append(g)
+    return out
+
+
+def _banners(agg: Aggregate) -> list[str]:
+    lines = []
+    sim = [g for g in agg.groups if g.simulated]
+    if sim:
+        backends = sorted({b for g in sim for b in g.backends}) or ["unknown backend"]
+        lines.append(
+            "SIMULATED RUNS: the run metadata (miglab_run.json) says these results were simulated "
+            f"({', '.join(backends)}); they are not measurements of real GPUs."
+        )
+    rnd = [g for g in agg.groups if "random" in g.weights]
+    if rnd:
+        lines.append(
+            "RANDOM WEIGHTS: performance runs with random model weights (miglab_run.json "
+            "weights=random): throughput only, no accuracy was or could be checked."
+        )
+    unknown = [g for g in agg.groups if g.simulated is None]
+    if unknown and not sim:
+        lines.append(
+            "Run metadata (miglab_run.json) is missing for some runs: whether they were "
+            "simulated, and with which weights, is not recorded."
+        )
+    return lines
+
+
+def _summary_rows(groups: list[Group]) -> list[list[str]]:
+    rows = []
+    for g in groups:
+        rng = (
+            "-"
+            if g.min is None
+            else f"{format_value(g.min, g.unit)} - {format_value(g.max, g.unit)}"
+        )
+        per_vm = ", ".join(
+            f"{vm}{' (' + g.profiles[vm] + ')' if g.profiles.get(vm) else ''}: "
+            f"{format_value(v, g.unit)}"
+            for vm, v in g.per_vm_mean.items()
+        )
+        rows.append(
+            [
+                g.scenario + (" (baseline)" if g.baseline == g.scenario else ""),
+                str(len(g.vms)),
+                g.scenario_profiles or "?",
+                format_value(g.mean, g.unit),
+                format_value(g.stdev, g.unit),
+                rng,
+                per_vm or "-",
+                _pct(g.spread_pct, signed=False),
+                "baseline" if g.baseline == g.scenario else _pct(g.improvement_pct),
+                f"{g.count}/{len(g.runs)} {g.status}",
+                "yes" if g.submission_valid else "no",
+            ]
+        )
+    return rows
+
+
+SUMMARY_HEAD = [
+    "scenario",
+    "VMs",
+    "profiles",
+    "total (mean)",
+    "stdev",
+    "min - max",
+    "per-VM (mean)",
+    "spread",
+    "vs baseline",
+    "valid runs",
+    "submission rules",
+]
+RUN_HEAD = [
+    "scenario",
+    "run",
+    "total",
+    "per VM",
+    "overlap",
+    "window (source)",
+    "counted",
+    "why not",
+]
+
+
+def _run_rows(groups: list[Group]) -> list[list[str]]:
+    rows = []
+    for g in groups:
+        for r in g.runs:
+            win = "-"
+            if r.window:
+                win = " - ".join(t.isoformat(sep=" ", timespec="milliseconds") for t in r.window)
+                win += f" ({r.window_source})"
+            rows.append(
+                [
+                    g.scenario,
+                    str(r.run),
+                    format_value(r.total, g.unit) if r.included else "-",
+                    ", ".join(f"{vm}: {format_value(v, g.unit)}" for vm, v in r.values.items())
+                    or "-",
+                    "-" if r.overlap_fraction is None else f"{r.overlap_fraction:.1%}",
+                    win,
+                    "yes" if r.included else "NO",
+                    "; ".join(r.reasons) or "-",
+                ]
+            )
+    return rows
+
+
+def _md_table(head: list[str], rows: list[list[str]]) -> str:
+    def cell(s: str) -> str:
+        return s.replace("|", "\\|").replace("\n", " ")
+
+    out = ["| " + " | ".join(head) + " |", "| " + " | ".join("---" for _ in head) + " |"]
+    out += ["| " + " | ".join(cell(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def _html_table(head: list[str], rows: list[list[str]]) -> str:
+    h = "".join(f"<th>{html.escape(c)}</th>" for c in head)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows
+    )
+    return f"<table><thead><tr>{h}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _metric_label(g: Group) -> str:
+    if g.unit == "ns":
+        return f"{g.metric} (ms, {'worst VM' if g.combine == 'max' else 'total'})"
+    return f"{g.metric} ({g.unit}, {'sum over VMs' if g.combine == 'sum' else 'worst VM'})"
+
+
+def _chart(groups: list[Group], title: str, flags: list[str]) -> bytes | None:
+    """One bar per scenario: mean, min-max error bars, baseline marked; the PNG's bytes (None:
+    nothing to draw). No metadata that changes between runs."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter
+
+    drawn = [g for g in groups if g.mean is not None]
+    if not drawn:
+        return None
+    scale = 1e-6 if drawn[0].unit == "ns" else 1.0
+    names = [g.scenario for g in drawn]
+    means = [g.mean * scale for g in drawn]
+    lo = [(g.mean - g.min) * scale for g in drawn]
+    hi = [(g.max - g.mean) * scale for g in drawn]
+    base = next((g for g in drawn if g.baseline == g.scenario), None)
+    colors = ["#d62728" if g is base else "#1f77b4" for g in drawn]
+    fig = Figure(figsize=(max(6.0, 1.1 * len(drawn) + 2), 4.8), dpi=100)
+    ax = fig.subplots()
+    ax.bar(names, means, color=colors, yerr=[lo, hi], capsize=5, ecolor="black")
+    if base is not None:
+        ax.axhline(base.mean * scale, color="#d62728", linestyle="--", linewidth=1)
+    top = max(m + h for m, h in zip(means, hi, strict=True)) or 1.0
+    for i, g in enumerate(drawn):
+        label = (
+            f"{g.mean:,.0f}" if g.unit != "ns" and g.mean >= 1000 else format_value(g.mean, g.unit)
+        )
+        if g.improvement_pct is not None and g is not base:
+            label += f"\n{g.improvement_pct:+.2f} %"
+        elif g is base:
+            label += "\nbaseline"
+        ax.text(i, means[i] + hi[i] + top * 0.01, label, ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(
+        range(len(drawn)),
+        [
+            g.scenario
+            + ("\n" + g.scenario_profiles.replace(" + ", "\n") if g.scenario_profiles else "")
+            for g in drawn
+        ],
+        fontsize=7,
+    )
+    ax.set_ylim(0, top * 1.2)
+    ax.yaxis.set_major_formatter(
+        FuncFormatter(lambda v, _pos: f"{v:,.0f}" if v >= 10 else f"{v:g}")
+    )
+    ax.set_ylabel(
+        "latency (ms)" if drawn[0].unit == "ns" else f"total throughput ({drawn[0].unit})"
+    )
+    ax.set_xlabel("scenario (error bars: min - max over runs)")
+    ax.set_title(title + (f"\n{' / '.join(flags)}" if flags else ""), fontsize=10)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    return buf.getvalue()
+
+
+def write_report(
+    aggregate: Aggregate, out_dir: str | Path, failures: list[str] | None = None
+) -> ReportFiles:
+    """Write report.md, report.html, results.csv, results.json and one PNG chart per benchmark
+    and MLPerf scenario into ``out_dir`` (created); return the paths by name, and which files
+    changed. Each file is replaced atomically, and only when its content changes. ``failures``
+    (what went wrong in the run that collected these results) head the report as banners."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = ReportFiles()
+    banners = [f"THE CAMPAIGN RUN FAILED: {f}" for f in failures or []] + _banners(aggregate)
+    flags = []
+    if any(g.simulated for g in aggregate.groups):
+        flags.append("SIMULATED")
+    if aggregate.random_weights:
+        flags.append("RANDOM WEIGHTS")
+
+    sections = []
+    for (camp, bench, mlscen), groups in _by_benchmark(aggregate).items():
+        name = f"chart-{_slug(camp)}-{_slug(bench)}-{_slug(mlscen)}.png"
+        title = f"{camp}: {bench} {mlscen}"
+        png = _chart(groups, title, flags)
+        if png is not None:
+            written.put(name, out / name, png)
+        sections.append((camp, bench, mlscen, groups, name if png is not None else None, png))
+
+    # --- Markdown -----------------------------------------------------------------------------
+    md = ["# MLPerf Inference results", ""]
+    for b in banners:
+        md += [f"> **{b}**", ""]
+    md += [
+        f"Results: `{aggregate.root}`. Baseline scenario: "
+        f"{aggregate.baseline or 'none given (no improvements computed)'}. A run counts only when "
+        "every VM's LoadGen run is VALID without errors and the VMs' run windows overlap"
+        + (f" by at least {aggregate.min_overlap:.0%}" if aggregate.min_overlap else "")
+        + "; totals are sums over the VMs, statistics are over the counted runs.",
+        "",
+    ]
+    for camp, bench, mlscen, groups, png_name, _png in sections:
+        md += [f"## {camp}: {bench} {mlscen}", "", f"Metric: {_metric_label(groups[0])}.", ""]
+        if png_name is not None:
+            md += [f"![{bench} {mlscen}]({png_name})", ""]
+        md += [_md_table(SUMMARY_HEAD, _summary_rows(groups)), ""]
+        md += ["### Runs", "", _md_table(RUN_HEAD, _run_rows(groups)), ""]
+        notes = [f"{g.scenario}: {n}" for g in groups for n in g.notes]
+        if notes:
+            md += ["Notes:", ""] + [f"- {n}" for n in notes] + [""]
+    excluded = [
+        f"{g.campaign} {g.scenario} {g.benchmark} {g.mlperf_scenario} {x}"
+        for g in aggregate.groups
+        for x in g.excluded_reasons
+    ]
+    md += ["## Excluded runs", ""]
+    md += [f"- {x}" for x in excluded] if excluded else ["None: every run found was counted."]
+    md += [""]
+    if aggregate.problems:
+        md += ["## Files outside the results layout (ignored)", ""]
+        md += [f"- {p}" for p in aggregate.problems] + [""]
+    written.put("report.md", out / "report.md", "\n".join(md).encode("utf-8"))
+
+    # --- HTML ---------------------------------------------------------------------------------
+    h = [
+        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>MLPerf Inference results</title>",
+        "<style>body{font-family:sans-serif;margin:2em;max-width:1400px}"
+        "table{border-collapse:collapse;margin:1em 0;font-size:90%}"
+        "td,th{border:1px solid #999;padding:3px 6px;text-align:left;vertical-align:top}"
+        "th{background:#eee}.banner{background:#fdd;border:2px solid #c00;padding:.6em;"
+        "font-weight:bold}</style></head><body>",
+        "<h1>MLPerf Inference results</h1>",
+    ]
+    h += [f"<p class='banner'>{html.escape(b)}</p>" for b in banners]
+    h.append(
+        f"<p>Results: <code>{html.escape(aggregate.root)}</code>. Baseline scenario: "
+        f"{html.escape(aggregate.baseline or 'none given (no improvements computed)')}. "
+        "A run counts only when every VM's LoadGen run is VALID without errors and the VMs' run "
+        "windows overlap; totals are sums over the VMs, statistics are over the counted runs.</p>"
+    )
+    for camp, bench, mlscen, groups, _png_name, png in sections:
+        h.append(f"<h2>{html.escape(f'{camp}: {bench} {mlscen}')}</h2>")
+        h.append(f"<p>Metric: {html.escape(_metric_label(groups[0]))}.</p>")
+        if png is not None:
+            data = base64.b64encode(png).decode("ascii")
+            h.append(
+                f"<img alt='{html.escape(bench)} {html.escape(mlscen)}' "
+                f"src='data:image/png;base64,{data}'>"
+            )
+        h.append(_html_table(SUMMARY_HEAD, _summary_rows(groups)))
+        h.append("<h3>Runs</h3>" + _html_table(RUN_HEAD, _run_rows(groups)))
+        notes = [f"{g.scenario}: {n}" for g in groups for n in g.notes]
+        if notes:
+            h.append("<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
+    h.append("<h2>Excluded runs</h2>")
+    h.append(
+        "<ul>" + "".join(f"<li>{html.escape(x)}</li>" for x in excluded) + "</ul>"
+        if excluded
+        else "<p>None: every run found was counted.</p>"
+    )
+    if aggregate.problems:
+        h.append("<h2>Files outside the results layout (ignored)</h2><ul>")
+        h += [f"<li>{html.escape(p)}</li>" for p in aggregate.problems]
+        h.append("</ul>")
+    h.append("</body></html>")
+    written.put("report.html", out / "report.html", "\n".join(h).encode("utf-8"))
+
+    # --- CSV / JSON ---------------------------------------------------------------------------
+    written.put("results.csv", out / "results.csv", aggregate.to_csv().encode("utf-8"))
+    data = aggregate.as_json()
+    data["banners"] = banners
+    written.put("results.json", out / "results.json", (json.dumps(data, indent=2) + "\n").encode())
+    return written
