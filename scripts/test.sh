@@ -56,6 +56,8 @@ part() {
 lint() {
   echo "-- ruff"
   ruff check . && ruff format --check . || return 1
+  echo "-- import-linter (the package's layers)"
+  lint-imports --no-cache || return 1
   echo "-- ansible-lint (production profile)"
   ansible-lint --offline --profile production
 }

@@ -27,10 +27,12 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from miglab.core import labvars, schema, yamlio
+from miglab.core import labvars, schema
+from miglab.core.campaign import Campaign, check_fits, load_campaign
 from miglab.core.catalog import Catalog, UnknownName, load_catalog
 from miglab.core.placement import Host, Lab
-from miglab.errors import Problems
+from miglab.errors import Problems, ValidationError
+from miglab.formats import yamlio
 
 HOST_GROUP = "esxi_hosts"
 GROUP_KEYS = ("hosts", "children", "vars")  # what Ansible's YAML inventory reads in a group
@@ -301,3 +303,23 @@ def _host(name: str, hvars: dict, field: str, problems: Problems, catalog: Catal
     if None in (cpus, mem, over, reserved) or not gpus:
         return None
     return Host(name, tuple(gpus), cpus, mem, over, reserved)
+
+
+def load_checked(campaign_path: str | Path, inventory: str | Path | None) -> tuple[Campaign, Lab]:
+    """Validate the campaign and the lab inventory (all problems of both at once), then check
+    that every scenario fits the lab. The campaign is read first: a GPU it imports from an
+    nvidia-smi capture (``gpu_capture``) is then known to the inventory too."""
+    problems = []
+    campaign = lab = None
+    try:
+        campaign = load_campaign(campaign_path)
+    except ValidationError as exc:
+        problems.extend(exc.problems)
+    try:
+        lab = load_lab(inventory)
+    except ValidationError as exc:
+        problems.extend(exc.problems)
+    if problems:
+        raise ValidationError(problems)
+    check_fits(campaign, lab)
+    return campaign, lab

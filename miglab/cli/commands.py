@@ -34,7 +34,7 @@ def _warn(warnings) -> None:
 
 # --- validate / plan -----------------------------------------------------------------------------
 def _load(args):
-    from miglab.core.planning import load_checked
+    from miglab.adapters.inventory import load_checked
 
     return load_checked(args.campaign, args.inventory)
 

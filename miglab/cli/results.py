@@ -1,10 +1,10 @@
 """``miglab results parse|aggregate|verify`` and ``miglab report``: the results side of the MLPerf
 plugin.
 
-:func:`register` adds the commands to the ``miglab`` command's subparsers; :func:`main` runs them
-on their own (``python -m miglab.cli.results results parse ...``) with the same exit codes as
-``miglab``: 0 ok, 2 bad input (one ``error: FILE: FIELD: reason`` line per problem); ``results
-verify`` exits 1 when a file does not match its run's manifest.
+:func:`register` adds the commands to the ``miglab`` command's subparsers (this module never
+imports :mod:`miglab.cli.commands`, which imports it); exit codes as ``miglab``'s: 0 ok, 2 bad
+input (one ``error: FILE: FIELD: reason`` line per problem); ``results verify`` exits 1 when a
+file does not match its run's manifest.
 """
 
 from __future__ import annotations
@@ -242,10 +242,3 @@ def register(subparsers) -> None:
     )
     _aggregate_options(p)
     p.set_defaults(func=cmd_report)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """The same as ``miglab`` (whose parser these commands are registered in)."""
-    from miglab.cli.commands import main as miglab_main
-
-    return miglab_main(argv)

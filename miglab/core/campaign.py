@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from miglab.core import schema, yamlio
+from miglab.core import schema
 from miglab.core.catalog import (
     Catalog,
     GpuModel,
@@ -24,6 +24,7 @@ from miglab.core.catalog import (
 )
 from miglab.core.placement import Lab, PackError, VmRequest, pack
 from miglab.errors import Problems, ValidationError
+from miglab.formats import yamlio
 
 SUPPORTED_VERSIONS = (1,)
 MLPERF_BENCHMARKS = (

@@ -27,8 +27,8 @@ from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from miglab.core import schema
-from miglab.core.yamlio import Vaulted
 from miglab.errors import Problems
+from miglab.formats.yamlio import Vaulted
 
 VCENTER_VAR = "miglab_vcenter"
 VCENTER_KEYS = ("hostname", "username", "password", "port", "validate_certs", "ca_bundle")

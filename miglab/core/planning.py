@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
-from miglab.adapters.inventory import load_lab
-from miglab.core.campaign import Campaign, check_fits, load_campaign
+from miglab.core.campaign import Campaign
 from miglab.core.placement import Lab
 from miglab.core.schedule import Schedule, plan_schedule
-from miglab.errors import ValidationError
 
 
 @dataclass
@@ -124,23 +121,3 @@ def vm_spec(plan_vm: dict) -> dict:
 
 def plan_campaign(campaign: Campaign, lab: Lab) -> CampaignPlan:
     return CampaignPlan(campaign, lab, plan_schedule(campaign, lab))
-
-
-def load_checked(campaign_path: str | Path, inventory: str | Path | None) -> tuple[Campaign, Lab]:
-    """Validate the campaign and the lab inventory (all problems of both at once), then check
-    that every scenario fits the lab. The campaign is read first: a GPU it imports from an
-    nvidia-smi capture (``gpu_capture``) is then known to the inventory too."""
-    problems = []
-    campaign = lab = None
-    try:
-        campaign = load_campaign(campaign_path)
-    except ValidationError as exc:
-        problems.extend(exc.problems)
-    try:
-        lab = load_lab(inventory)
-    except ValidationError as exc:
-        problems.extend(exc.problems)
-    if problems:
-        raise ValidationError(problems)
-    check_fits(campaign, lab)
-    return campaign, lab

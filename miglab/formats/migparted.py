@@ -27,8 +27,8 @@ from typing import Any
 
 import yaml
 
-from miglab.core import yamlio
 from miglab.errors import Problems
+from miglab.formats import yamlio
 
 __all__ = ["DeviceConfig", "MigPartedSpec", "dump", "load", "profile_name_problem"]
 

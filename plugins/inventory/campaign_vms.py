@@ -1,6 +1,6 @@
 """Inventory plugin miglab.lab.campaign_vms: a campaign's benchmark VMs as Ansible hosts.
 
-Thin: :mod:`miglab.core.inventory_vms` plans the campaign (miglab's own planning, as ``miglab
+Thin: :mod:`miglab.adapters.inventory_vms` plans the campaign (miglab's own planning, as ``miglab
 plan``)
 and lists the hosts with their groups and variables; :mod:`miglab.adapters.vsphere.guests` reads
 power
@@ -162,7 +162,7 @@ from ansible.errors import AnsibleParserError  # noqa: E402
 from ansible.plugins.inventory import BaseInventoryPlugin, Constructable  # noqa: E402
 
 try:
-    from miglab.core import inventory_vms
+    from miglab.adapters import inventory_vms
     from miglab.errors import ValidationError
 
     IMPORT_ERROR = None

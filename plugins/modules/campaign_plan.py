@@ -81,7 +81,8 @@ problems:
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 try:
-    from miglab.core.planning import load_checked, plan_campaign
+    from miglab.adapters.inventory import load_checked
+    from miglab.core.planning import plan_campaign
     from miglab.errors import ValidationError
 
     HAS_MIGLAB = True

@@ -77,7 +77,7 @@ def sim_with_vms(vcsim_binary):
     the seed's VMs, created by miglab.lab.vgpu_vm as the plan places them: one powered on."""
     import vcsim_lab
 
-    from miglab.core.inventory_vms import load_inventory
+    from miglab.adapters.inventory_vms import load_inventory
 
     plan = {h.name: h.vars["miglab_vm"] for h in load_inventory(SEED, SIM_HOSTS).hosts}
     with vcsim_lab.Vcsim(binary=vcsim_binary, graphics_type="sharedDirect") as sim:

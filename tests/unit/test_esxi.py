@@ -424,7 +424,8 @@ A100 = "NVIDIA A100 80GB PCIe"
 
 
 def test_mig_wanted_from_the_seed_campaign_plan():
-    from miglab.core.planning import load_checked, plan_campaign
+    from miglab.adapters.inventory import load_checked
+    from miglab.core.planning import plan_campaign
 
     campaign, lab = load_checked(ROOT / "campaigns" / "r750xa-a100-80gb-mig.yml", None)
     plan = plan_campaign(campaign, lab).as_json()

@@ -285,7 +285,7 @@ def test_without_miglab_the_error_says_so(monkeypatch):
 
     from ansible.errors import AnsibleParserError
 
-    for name in ("miglab", "miglab.core.inventory_vms", "miglab.errors"):
+    for name in ("miglab", "miglab.adapters.inventory_vms", "miglab.errors"):
         monkeypatch.setitem(sys.modules, name, None)  # import fails as if not installed
     path = ROOT / "plugins" / "inventory" / "campaign_vms.py"
     spec = importlib.util.spec_from_file_location("campaign_vms_without_miglab", path)

@@ -1,5 +1,6 @@
-"""miglab.core.inventory_vms: a campaign plan as ordered inventory hosts (the campaign_vms plugin's
-core), the vCenter settings it reads, and the lab folder that holds a plugin configuration."""
+"""miglab.adapters.inventory_vms: a campaign plan as ordered inventory hosts (the campaign_vms
+plugin's core), the vCenter settings it reads, and the lab folder that holds a plugin
+configuration."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import textwrap
 
 import pytest
 
+from miglab.adapters import inventory_vms as iv
 from miglab.adapters.inventory import load_lab
-from miglab.core import inventory_vms as iv
 from miglab.errors import ValidationError
 from testlib import ROOT, SEED
 
@@ -96,7 +97,8 @@ def test_seed_host_vars(seed):
     assert vm["vcpus"] == 32 and vm["memory_gb"] == vm["memory_reservation_gb"] == 64
     assert vm["mmio_gb"] == 64
     # the same data as `miglab plan --json`
-    from miglab.core.planning import load_checked, plan_campaign
+    from miglab.adapters.inventory import load_checked
+    from miglab.core.planning import plan_campaign
 
     plan = plan_campaign(*load_checked(SEED, SIM)).as_json()
     (s6,) = (s for s in plan["scenarios"] if s["id"] == "s6")

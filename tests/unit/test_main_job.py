@@ -12,8 +12,9 @@ import time
 import pytest
 from ansible.errors import AnsibleFilterError
 
+from miglab.adapters.inventory import load_checked
 from miglab.adapters.runner import Progress
-from miglab.core.planning import load_checked, plan_campaign, vm_spec
+from miglab.core.planning import plan_campaign, vm_spec
 from testlib import FIXTURES, ROOT, SEED, run_cli
 
 DELL_OFFLINE = (

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from miglab.cli.results import main
+from miglab.cli.commands import main
 from miglab.errors import ValidationError
 from miglab.mlperf.results.aggregate import aggregate_results, campaign_context, normalize_plan
 from testlib import FIXTURES, SEED, edit_mllog
@@ -363,7 +363,8 @@ def test_cli_parse(seed_tree):
 
 
 def test_plan_json_names_vm_profiles(seed_tree):
-    from miglab.core.planning import load_checked, plan_campaign
+    from miglab.adapters.inventory import load_checked
+    from miglab.core.planning import plan_campaign
 
     plan_json = plan_campaign(*load_checked(SEED, None)).as_json()  # `miglab plan --json`
     plans = normalize_plan(plan_json)

@@ -16,7 +16,7 @@ from contextlib import redirect_stdout
 
 import pytest
 
-from miglab.cli.results import main
+from miglab.cli.commands import main
 from miglab.mlperf.results.aggregate import aggregate_results, campaign_context
 from miglab.mlperf.results.report import format_value, write_report
 from testlib import FIXTURES, SEED, run_cli

@@ -1,7 +1,7 @@
 """A campaign's benchmark VMs as Ansible inventory hosts (core: no Ansible, no pyVmomi import).
 
 The inventory plugin ``miglab.lab.campaign_vms`` is a thin adapter around this module: it plans
-the campaign with miglab's own planning (:func:`miglab.core.planning.load_checked` and
+the campaign with miglab's own planning (:func:`miglab.adapters.inventory.load_checked` and
 :func:`~miglab.core.planning.plan_campaign`, as ``miglab plan --json``) and turns the plan into an
 ordered list of hosts, each with its groups and host variables:
 
@@ -148,7 +148,8 @@ def source_paths(
 def load_inventory(campaign_path: str | Path, lab_path: str | Path) -> VmInventory:
     """Validate and plan the campaign on the lab, then list its VMs; raises ValidationError
     (every problem of the campaign and the lab, one ``FILE: FIELD: reason`` each)."""
-    from miglab.core.planning import load_checked, plan_campaign
+    from miglab.adapters.inventory import load_checked
+    from miglab.core.planning import plan_campaign
 
     campaign, lab = load_checked(campaign_path, lab_path)
     plan = plan_campaign(campaign, lab).as_json()
