@@ -43,6 +43,20 @@ _LABEL = r"[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"
 _HOSTNAME = rf"{_LABEL}(\.{_LABEL})*\.?"
 
 
+def connection_options(value) -> dict:
+    """``miglab_vcenter`` -> the vCenter modules' connection options (action group
+    ``miglab.lab.vmware``, set once per play with ``module_defaults``). Keys left out or null are
+    dropped, so each module's own default or environment fallback (``VMWARE_HOST``, ...) applies."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{VCENTER_VAR} must be a mapping, not {type(value).__name__}")
+    unknown = sorted(set(value) - set(VCENTER_KEYS))
+    if unknown:
+        raise ValueError(f"{VCENTER_VAR}: unknown keys {', '.join(map(str, unknown))}")
+    return {k: value[k] for k in VCENTER_KEYS if value.get(k) is not None}
+
+
 def deferred(value) -> bool:
     """A value Ansible resolves at run time (a template or a vault-encrypted secret)."""
     return isinstance(value, Vaulted) or (

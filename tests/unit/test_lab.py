@@ -101,3 +101,16 @@ def test_example_real_lab_inventory(catalog):
 
     (h,) = load_lab(ROOT / "inventories" / "example-r750xa").hosts
     assert h.name == "r750xa-01.lab.example" and len(h.gpus) == 4 and h.cpus == 128
+
+
+def test_vcenter_connection_options_for_module_defaults():
+    from miglab.core.labvars import connection_options
+
+    assert connection_options(None) == {}
+    assert connection_options(
+        {"hostname": "vc.lab", "username": "u", "password": "p", "port": 443, "ca_bundle": None}
+    ) == {"hostname": "vc.lab", "username": "u", "password": "p", "port": 443}
+    with pytest.raises(ValueError, match="unknown keys hostnme"):
+        connection_options({"hostnme": "vc.lab"})
+    with pytest.raises(ValueError, match="must be a mapping"):
+        connection_options("vc.lab")

@@ -78,3 +78,35 @@ def test_module_docs_match_argument_spec(name):
         assert sorted(d.get("aliases") or []) == sorted(arg.get("aliases") or []), opt
         if opt in ("password", "token"):
             assert arg.get("no_log") is True
+
+
+def test_the_vmware_action_group_lists_every_vcenter_module():
+    """meta/runtime.yml's group miglab.lab.vmware holds exactly the modules that take the vCenter
+    connection (doc fragment miglab.lab.vmware), so `module_defaults` reaches all of them."""
+    runtime = yaml.safe_load((ROOT / "meta" / "runtime.yml").read_text())
+    group = sorted(runtime["action_groups"]["vmware"])
+    vcenter_modules = sorted(
+        name
+        for name in MODULES
+        if "miglab.lab.vmware" in (ROOT / "plugins" / "modules" / f"{name}.py").read_text()
+        and "extends_documentation_fragment"
+        in (ROOT / "plugins" / "modules" / f"{name}.py").read_text()
+    )
+    assert group == vcenter_modules
+
+
+def test_playbooks_set_the_vcenter_connection_once_per_play():
+    runtime = yaml.safe_load((ROOT / "meta" / "runtime.yml").read_text())
+    vcenter = set(runtime["action_groups"]["vmware"])
+    for path in sorted((ROOT / "playbooks").glob("*.yml")):
+        for play in yaml.safe_load(path.read_text()) or []:
+            tasks = [sub for t in play.get("tasks", []) for sub in [t, *t.get("block", [])]]
+            vcenter_tasks = [
+                t for t in tasks if any(k.removeprefix("miglab.lab.") in vcenter for k in t)
+            ]
+            for task in vcenter_tasks:
+                module = next(k for k in task if k.startswith("miglab.lab."))
+                assert "hostname" not in (task[module] or {}), (path.name, task.get("name"))
+            if vcenter_tasks:
+                defaults = play.get("module_defaults", {})
+                assert "group/miglab.lab.vmware" in defaults, (path.name, play["name"])
