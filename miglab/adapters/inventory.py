@@ -1,8 +1,7 @@
-"""The lab a campaign runs on, read from an Ansible YAML inventory (core: no Ansible import).
+"""The lab a campaign runs on, read from an Ansible YAML inventory.
 
-ESXi hosts are the members of the group ``esxi_hosts``; each describes its hardware with
-``miglab_host_*`` variables (host vars, group vars of ``esxi_hosts`` or ``all``, inline or in the
-inventory folder's ``group_vars/`` and ``host_vars/``)::
+ESXi hosts are the members of the group ``esxi_hosts`` (its child groups included); each
+describes its hardware with ``miglab_host_*`` variables, wherever Ansible reads variables from::
 
     all:
       children:
@@ -16,8 +15,12 @@ inventory folder's ``group_vars/`` and ``host_vars/``)::
             miglab_host_cpu_overcommit: 2.0    # vCPUs per logical CPU a single scenario may use
             miglab_host_memory_reserved_gb: 32 # kept for ESXi
 
-The lab settings the playbooks use (the vCenter connection ``miglab_vcenter``, the host driver
-bundle's URL) are checked too, where they are written (:mod:`miglab.core.labvars`).
+Two passes. First every file is read strictly, so a problem names its file and field: the
+inventory files' structure (groups: hosts, children, vars) and every vars file under
+``group_vars/`` and ``host_vars/``, with the lab settings the playbooks use (the vCenter
+connection ``miglab_vcenter``, the host driver bundle's URL; :mod:`miglab.core.labvars`) checked
+where they are written. Then the hosts' values come from ansible-core itself
+(:mod:`miglab.adapters.ansible_inventory`), so validation sees what ``ansible-playbook`` sees.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from miglab.adapters.ansible_inventory import InventoryReadError, group_host_vars
 from miglab.core import labvars, schema
 from miglab.core.campaign import Campaign, check_fits, load_campaign
 from miglab.core.catalog import Catalog, UnknownName, load_catalog
@@ -35,6 +39,9 @@ from miglab.errors import Problems, ValidationError
 from miglab.formats import yamlio
 
 HOST_GROUP = "esxi_hosts"
+HOST_PREFIX = "miglab_host_"
+YAML_EXTS = (".yml", ".yaml")
+VARS_EXTS = (".yml", ".yaml", ".json")  # and no extension: Ansible's YAML_FILENAME_EXTENSIONS
 GROUP_KEYS = ("hosts", "children", "vars")  # what Ansible's YAML inventory reads in a group
 HOST_VARS = {
     "miglab_host_gpus": None,
@@ -51,26 +58,23 @@ MAX_CPU_OVERCOMMIT = 1_000.0
 DEFAULT_INVENTORY = Path(__file__).resolve().parents[2] / "inventories" / "sim"
 
 
-def _inventory_file(path: Path) -> Path:
-    if path.is_dir():
-        for name in ("hosts.yml", "hosts.yaml", "inventory.yml", "inventory.yaml"):
-            if (path / name).is_file():
-                return path / name
-        # Otherwise the folder's one YAML inventory, whatever its name. Inventory plugin
-        # configurations (e.g. miglab.lab.campaign_vms's: a top-level 'plugin' key) are not the
-        # lab; among other YAML files (a campaign, say), the one with a top-level 'all' group is.
-        found = {
-            f: _top_keys(f)
-            for f in sorted(path.iterdir())
-            if f.suffix in (".yml", ".yaml") and f.is_file()
-        }
-        found = {f: keys for f, keys in found.items() if "plugin" not in keys}
-        inventories = [f for f, keys in found.items() if "all" in keys]
-        if len(inventories) == 1:
-            return inventories[0]
-        if len(found) == 1:
-            return next(iter(found))
-    return path
+def _inventory_sources(path: Path) -> list[Path]:
+    """The lab's YAML inventory files: ``path`` itself, or in a folder every YAML file with a
+    top-level ``all`` group. Inventory plugin configurations (a top-level ``plugin`` key, e.g.
+    miglab.lab.campaign_vms's) are not the lab; nor are other YAML files (a campaign, say). A
+    folder without an ``all`` file but with one YAML file: that file (its errors are reported)."""
+    if not path.is_dir():
+        return [path]
+    found = {
+        f: _top_keys(f) for f in sorted(path.iterdir()) if f.suffix in YAML_EXTS and f.is_file()
+    }
+    found = {f: keys for f, keys in found.items() if "plugin" not in keys}
+    inventories = [f for f, keys in found.items() if "all" in keys]
+    if inventories:
+        return inventories
+    if len(found) == 1:
+        return list(found)
+    return [path]
 
 
 def _top_keys(f: Path) -> set:
@@ -79,26 +83,36 @@ def _top_keys(f: Path) -> set:
     return set(data) if isinstance(data, dict) else set()
 
 
-def _read_vars_dir(folder: Path, name: str, problems_out: list[Problems], env: Mapping) -> dict:
-    """Variables of ``name`` from ``folder/name.yml`` or every YAML file of ``folder/name/``
-    (as Ansible reads group_vars and host_vars). Vault-encrypted files are skipped: miglab's
-    lab variables are never secret (a vault-encrypted value inside a file is accepted)."""
-    files = [folder / f"{name}.{ext}" for ext in ("yml", "yaml")]
-    if (folder / name).is_dir():
-        files += sorted(f for f in (folder / name).iterdir() if f.suffix in (".yml", ".yaml"))
-    merged: dict = {}
-    for f in files:
-        if not f.is_file() or _is_vault_file(f):
+def _vars_files(folder: Path) -> list[Path]:
+    """Every file Ansible's host_group_vars plugin reads under ``folder`` (group_vars/ or
+    host_vars/): NAME, NAME.yml, NAME.yaml, NAME.json, and the same inside NAME/ folders at any
+    depth; hidden files and other extensions are not read."""
+    if not folder.is_dir():
+        return []
+    out = []
+    for f in sorted(folder.rglob("*")):
+        rel = f.relative_to(folder)
+        if any(part.startswith(".") for part in rel.parts) or not f.is_file():
             continue
-        p = Problems(str(f))
-        data = yamlio.load_file(f, p, ansible=True)
-        problems_out.append(p)
-        if data is None:
-            continue
-        data = _variables(data, "", p)
-        labvars.check(data, "", p, env)
-        merged.update(data)
-    return merged
+        if f.suffix in VARS_EXTS or (f.suffix == "" and "." not in f.name):
+            out.append(f)
+    return out
+
+
+def _check_vars_files(folder: Path, problems_out: list[Problems], env: Mapping) -> None:
+    """Read every vars file strictly (YAML errors, a mapping of variables, the lab settings).
+    Vault-encrypted files are left to Ansible (miglab's own lab variables are never secret)."""
+    for sub in ("group_vars", "host_vars"):
+        for f in _vars_files(folder / sub):
+            if _is_vault_file(f):
+                continue
+            p = Problems(str(f))
+            data = yamlio.load_file(f, p, ansible=True)
+            problems_out.append(p)
+            if data is None:
+                continue
+            data = _variables(data, "", p)
+            labvars.check(data, "", p, env)
 
 
 def _is_vault_file(f: Path) -> bool:
@@ -126,10 +140,10 @@ def _variables(value, field: str, problems: Problems) -> dict:
 
 
 def _find_hosts(
-    group, name: str, inherited: dict, out: dict, path: str, problems: Problems, env: Mapping
+    group, name: str, under: bool, out: dict, path: str, problems: Problems, env: Mapping
 ):
-    """Collect host -> merged vars for hosts under the esxi_hosts group (at any depth); check
-    the structure of every group on the way and the lab settings of every group and host."""
+    """Collect host -> field for the hosts of the esxi_hosts group and its children (``under``);
+    check the structure of every group on the way and the lab settings of every group and host."""
     if group is None:
         return
     if not isinstance(group, dict):
@@ -153,8 +167,7 @@ def _find_hosts(
             )
     own = _variables(group.get("vars"), f"{path}.vars", problems)
     labvars.check(own, f"{path}.vars.", problems, env)
-    gvars = dict(inherited)
-    gvars.update(own)
+    under = under or name == HOST_GROUP
     hosts = group.get("hosts") or {}
     if not isinstance(hosts, dict):
         problems.add(
@@ -170,10 +183,8 @@ def _find_hosts(
             continue
         hvars = _variables(hvars, field, problems)
         labvars.check(hvars, f"{field}.", problems, env)
-        if name == HOST_GROUP:
-            merged = dict(gvars)
-            merged.update(hvars)
-            out[str(host)] = (merged, field)
+        if under:
+            out.setdefault(str(host), (problems, field))
     children = group.get("children") or {}
     if not isinstance(children, dict):
         problems.add(
@@ -182,7 +193,7 @@ def _find_hosts(
         )
         return
     for child, body in children.items():
-        _find_hosts(body, str(child), gvars, out, f"{path}.children.{child}", problems, env)
+        _find_hosts(body, str(child), under, out, f"{path}.children.{child}", problems, env)
 
 
 def load_lab(
@@ -198,35 +209,45 @@ def load_lab(
         p = Problems(str(inv_path))
         p.add("", "inventory not found")
         p.raise_if_any()
-    inv_file = _inventory_file(inv_path)
-    problems = Problems(str(inv_file))
-    data = yamlio.load_file(inv_file, problems, ansible=True)
-    problems.raise_if_any()
-    if not isinstance(data, dict) or "all" not in data:
-        problems.add("all", "a YAML inventory with a top-level 'all' group is required")
-        problems.raise_if_any()
+    sources = _inventory_sources(inv_path)
+    found: dict[str, tuple[Problems, str]] = {}
+    checked: list[Problems] = []
+    for source in sources:
+        problems = Problems(str(source))
+        checked.append(problems)
+        data = yamlio.load_file(source, problems, ansible=True)
+        if problems:
+            continue
+        if not isinstance(data, dict) or "all" not in data:
+            problems.add("all", "a YAML inventory with a top-level 'all' group is required")
+            continue
+        _find_hosts(data["all"], "all", False, found, "all", problems, env)
+    for folder in dict.fromkeys(s.parent for s in sources):
+        _check_vars_files(folder, checked, env)
+    _raise_if_any(checked)
 
-    folder = inv_file.parent
-    extra: list[Problems] = []
-    all_vars = dict(_read_vars_dir(folder / "group_vars", "all", extra, env))
-    group_vars = _read_vars_dir(folder / "group_vars", HOST_GROUP, extra, env)
-
-    found: dict[str, tuple[dict, str]] = {}
-    _find_hosts(data["all"], "all", all_vars, found, "all", problems, env)
+    first = checked[0]
+    try:
+        resolved = group_host_vars(sources, HOST_GROUP, HOST_PREFIX)
+    except InventoryReadError as exc:
+        first.add("", f"Ansible cannot read the inventory: {exc}")
+        first.raise_if_any()
     hosts = []
-    for name, (hvars, field) in found.items():
-        merged = dict(group_vars)
-        merged.update(hvars)
-        merged.update(_read_vars_dir(folder / "host_vars", name, extra, env))
-        host = _host(name, merged, field, problems, catalog)
+    for name, hvars in resolved.items():
+        problems, field = found.get(name, (first, f"hosts.{name}"))
+        host = _host(name, hvars, field, problems, catalog)
         if host:
             hosts.append(host)
-    for p in extra:
-        problems.items.extend(p.items)
-    if not found and not problems:
-        problems.add(f"all.children.{HOST_GROUP}", "no ESXi hosts: the group has no hosts")
-    problems.raise_if_any()
+    if not resolved and not any(checked):
+        first.add(f"all.children.{HOST_GROUP}", "no ESXi hosts: the group has no hosts")
+    _raise_if_any(checked)
     return Lab(tuple(hosts), name=inv_path.name, source=str(inv_path))
+
+
+def _raise_if_any(problems: list[Problems]) -> None:
+    items = [item for p in problems for item in p.items]
+    if items:
+        raise ValidationError(items)
 
 
 def _host(name: str, hvars: dict, field: str, problems: Problems, catalog: Catalog) -> Host | None:

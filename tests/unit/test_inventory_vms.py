@@ -304,15 +304,22 @@ def test_lab_folder_with_hosts_yml_and_plugin_config(tmp_path):
     assert [h.name for h in load_lab(tmp_path).hosts] == ["esxi-01.sim.miglab.test"]
 
 
-@pytest.mark.parametrize("extra", [None, "second.yml"])
-def test_lab_folder_without_one_inventory_is_still_an_error(tmp_path, extra):
+def test_lab_folder_without_an_inventory_is_still_an_error(tmp_path):
     (tmp_path / "campaign_vms.yml").write_text(PLUGIN_CONFIG)
-    if extra:
-        (tmp_path / "first.yml").write_text(INV)
-        (tmp_path / extra).write_text(INV)
     with pytest.raises(ValidationError) as exc:
         load_lab(tmp_path)
     assert str(exc.value) == f"{tmp_path}: (top): is a directory, expected a YAML file"
+
+
+def test_lab_folder_with_two_inventories_reads_both(tmp_path):
+    # As ansible-playbook -i FOLDER does (it used to be refused as ambiguous).
+    (tmp_path / "campaign_vms.yml").write_text(PLUGIN_CONFIG)
+    (tmp_path / "first.yml").write_text(INV)
+    (tmp_path / "second.yml").write_text(INV.replace("esxi-01.sim", "esxi-02.sim"))
+    assert [h.name for h in load_lab(tmp_path).hosts] == [
+        "esxi-01.sim.miglab.test",
+        "esxi-02.sim.miglab.test",
+    ]
 
 
 def test_default_lab_is_the_config_folder(tmp_path):

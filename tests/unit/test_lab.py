@@ -114,3 +114,88 @@ def test_vcenter_connection_options_for_module_defaults():
         connection_options({"hostnme": "vc.lab"})
     with pytest.raises(ValueError, match="must be a mapping"):
         connection_options("vc.lab")
+
+
+PRECEDENCE_INV = textwrap.dedent("""\
+    all:
+      vars:
+        miglab_host_cpu_overcommit: 1.1           # beaten by group_vars/all.yml
+      children:
+        esxi_hosts:
+          vars:
+            miglab_host_memory_reserved_gb: 10    # beaten by group_vars/esxi_hosts.json
+            miglab_host_gpus: [A100-PCIE-80GB]
+          hosts:
+            h2:
+              miglab_host_cpus: 16
+              miglab_host_memory_gb: 128
+          children:
+            rack1:                                # a child group: its hosts are ESXi hosts too
+              vars:
+                miglab_host_cpus: 32              # beaten by group_vars/rack1 (no extension)
+              hosts:
+                h1:
+                  miglab_host_memory_gb: 256      # beaten by host_vars/h1/hardware.yml
+""")
+
+
+def _precedence_lab(tmp_path):
+    (tmp_path / "hosts.yml").write_text(PRECEDENCE_INV)
+    gv = tmp_path / "group_vars"
+    gv.mkdir()
+    (gv / "all.yml").write_text("miglab_host_cpu_overcommit: 1.2\n")
+    (gv / "esxi_hosts.json").write_text('{"miglab_host_memory_reserved_gb": 20}\n')
+    (gv / "rack1").write_text("miglab_host_cpus: 48\n")
+    hv = tmp_path / "host_vars" / "h1"
+    hv.mkdir(parents=True)
+    (hv / "hardware.yml").write_text("miglab_host_memory_gb: 512\n")
+    return tmp_path
+
+
+def _ansible_inventory_host(folder, host) -> dict:
+    import json
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    cmd = shutil.which("ansible-inventory") or str(
+        Path(sys.executable).parent / "ansible-inventory"
+    )
+    res = subprocess.run(
+        [cmd, "-i", str(folder / "hosts.yml"), "--host", host],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return json.loads(res.stdout)
+
+
+def test_values_follow_ansibles_precedence_as_ansible_inventory_shows(tmp_path):
+    lab = load_lab(_precedence_lab(tmp_path))
+    assert [h.name for h in lab.hosts] == ["h2", "h1"]
+    for host in lab.hosts:
+        seen = _ansible_inventory_host(tmp_path, host.name)
+        assert host.cpus == seen["miglab_host_cpus"]
+        assert host.memory_gb == seen["miglab_host_memory_gb"]
+        assert host.cpu_overcommit == seen["miglab_host_cpu_overcommit"]
+        assert host.memory_reserved_gb == seen["miglab_host_memory_reserved_gb"]
+    h2, h1 = lab.hosts
+    assert (h1.cpus, h1.memory_gb, h1.cpu_overcommit, h1.memory_reserved_gb) == (48, 512, 1.2, 20)
+    assert (h2.cpus, h2.memory_gb) == (16, 128)
+
+
+def test_a_vault_encrypted_vars_file_is_read_with_the_vault_password(tmp_path, monkeypatch):
+    from ansible.parsing.vault import VaultLib, VaultSecret
+
+    folder = _precedence_lab(tmp_path)
+    secret = b"lab-vault-password"
+    (tmp_path / "vault-pass").write_bytes(secret)
+    vault = VaultLib([("default", VaultSecret(secret))])
+    (folder / "host_vars" / "h1" / "secret.yml").write_bytes(
+        vault.encrypt("miglab_host_cpus: 64\n")
+    )
+    monkeypatch.setenv("ANSIBLE_VAULT_PASSWORD_FILE", str(tmp_path / "vault-pass"))
+    h1 = next(h for h in load_lab(folder).hosts if h.name == "h1")
+    assert h1.cpus == 64 == _ansible_inventory_host(folder, "h1")["miglab_host_cpus"]
+    monkeypatch.delenv("ANSIBLE_VAULT_PASSWORD_FILE")
+    h1 = next(h for h in load_lab(folder).hosts if h.name == "h1")
+    assert h1.cpus == 48  # no password: the encrypted file is left out
