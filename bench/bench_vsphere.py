@@ -29,13 +29,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests" / "sim"))
 sys.path.insert(0, str(ROOT))
-
-import vcsim_lab  # noqa: E402
 
 from miglab.core.catalog import load_catalog  # noqa: E402
 from miglab.core.placement import Host, Lab  # noqa: E402
+from miglab.sim import vcenter as vcsim_lab  # noqa: E402
 
 # Per-method latency (ms) in the range a loaded vCenter 7 shows; reads are cheap, tasks are not.
 DELAYS = {
@@ -243,7 +241,7 @@ def main() -> None:
         "`pip install -e '.[bench]'` and "
         "`bash scripts/build-vcsim.sh`).",
         f"Date {time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} CPUs, "
-        f"Python {platform.python_version()}; simulator: tests/sim/vcsim (govmomi 0.24) with "
+        f"Python {platform.python_version()}; simulator: miglab/sim/vcsim (govmomi 0.24) with "
         f"per-method latency {json.dumps(DELAYS)} ms.",
         "",
         "Each tool creates the VMs (EFI, 32 vCPUs, 64 GB reserved, pciPassthru settings, disk, "

@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# Builds miglab's vSphere simulator (tests/sim/vcsim: govmomi's vcsim modelling a GPU lab) offline
+# Builds miglab's vSphere simulator (miglab/sim/vcsim: govmomi's vcsim modelling a GPU lab) offline
 # from Debian's Go toolchain and govmomi sources; prints the binary's path. Safe to re-run: Debian
 # packages are installed only when missing (as root) and the build is skipped when a stamp (sha256
 # of the Go sources and the overlay) matches.
 #
 # GOPATH mode (GO111MODULE=off): GOPATH lists an overlay tree first, then Debian's GOPATH
 # (/usr/share/gocode). The overlay is .cache/vcsim/gopath: Debian's govmomi mirrored as symbolic
-# links, with the patched files of tests/sim/vcsim/overlay/src/ (same layout as a GOPATH's src/)
+# links, with the patched files of miglab/sim/vcsim/overlay/src/ (same layout as a GOPATH's src/)
 # copied over their links. Each patched file says at its top what was changed and why.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-SRC=$ROOT/tests/sim/vcsim
+SRC=$ROOT/miglab/sim/vcsim
 OVERLAY=$SRC/overlay/src
 OUT=$ROOT/.cache/vcsim
 BIN=$OUT/miglab-vcsim

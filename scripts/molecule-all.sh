@@ -5,7 +5,7 @@
 #   bash scripts/molecule-all.sh guest_base             every scenario of one role
 #   bash scripts/molecule-all.sh guest_vgpu_driver:upgrade   one scenario
 # Before the scenarios it builds (once; stamped) the guest image with scripts/build-images.sh and
-# the NVIDIA stand-ins with tests/standins/build.sh (into .cache/standins), and exports what the
+# the NVIDIA stand-ins with miglab/sim/standins/build.sh (into .cache/standins), and exports what the
 # scenarios read: CONTAINERS_CONF, MIGLAB_GUEST_IMAGE, MIGLAB_STANDINS_DIR.
 # Roles of a family with a runner of its own (scripts/molecule-<prefix>.sh, e.g. molecule-esxi.sh
 # for esxi_*: it builds that family's stand-ins first) have their scenarios run through it.
@@ -30,7 +30,7 @@ ansible-galaxy collection list containers.podman 2>/dev/null | grep -q '^contain
 
 eval "$(bash scripts/build-images.sh)"
 export MIGLAB_STANDINS_DIR=$ROOT/.cache/standins
-bash tests/standins/build.sh "$MIGLAB_STANDINS_DIR" >/dev/null
+bash miglab/sim/standins/build.sh "$MIGLAB_STANDINS_DIR" >/dev/null
 SENTINEL=$(cat "$MIGLAB_STANDINS_DIR/token-sentinel.txt")
 export ANSIBLE_NOCOLOR=1 PY_COLORS=0 ANSIBLE_FORCE_COLOR=0
 

@@ -6,7 +6,7 @@
 #   bash scripts/molecule-esxi.sh esxi_vgpu_driver:failures   one scenario
 #   MOLECULE_COMMAND=converge bash scripts/molecule-esxi.sh esxi_mig   another molecule command
 # First (stamped, seconds when up to date): the Debian 12 image (scripts/build-images.sh), the
-# ESXi shell stand-in image (tests/standins/esxi/build-image.sh) and the vCenter simulator
+# ESXi shell stand-in image (miglab/sim/standins/esxi/build-image.sh) and the vCenter simulator
 # (scripts/build-vcsim.sh). Logs: .cache/molecule/logs/<role>-<scenario>.log.
 set -euo pipefail
 
@@ -22,7 +22,7 @@ command -v molecule >/dev/null || die "molecule not found: run 'bash scripts/set
 ansible-galaxy collection list containers.podman 2>/dev/null | grep -q '^containers\.podman ' ||
   die "the Ansible collection containers.podman is missing: pip install 'ansible>=9' into .venv"
 
-eval "$(bash tests/standins/esxi/build-image.sh)"
+eval "$(bash miglab/sim/standins/esxi/build-image.sh)"
 bash scripts/build-vcsim.sh >/dev/null
 export ANSIBLE_NOCOLOR=1 PY_COLORS=0 ANSIBLE_FORCE_COLOR=0
 

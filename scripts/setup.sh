@@ -2,7 +2,7 @@
 # Installs everything miglab needs on a fresh Debian 12 machine, as root; safe to re-run.
 #   scripts/setup.sh          the controller: Debian packages, virtualenv, miglab + Ansible
 #   scripts/setup.sh test     the same plus the test tools (pytest, molecule, ansible-lint, ruff)
-#                             the vSphere simulator (tests/sim/vcsim, built with Debian's Go)
+#                             the vSphere simulator (miglab/sim/vcsim, built with Debian's Go)
 #                             and the podman images of the role tests (scripts/build-images.sh)
 # Each step is skipped when its result is already there (stamp files under .cache/setup/).
 set -euo pipefail

@@ -9,12 +9,10 @@ import pytest
 
 from testlib import ROOT
 
-SIM_DIR = ROOT / "tests" / "sim"
 # The guest modules' shared code is a file of the collection (module_utils), not of the package.
 MODULE_UTILS = ROOT / "plugins" / "module_utils"
-for _path in (SIM_DIR, MODULE_UTILS):
-    if str(_path) not in sys.path:
-        sys.path.insert(0, str(_path))
+if str(MODULE_UTILS) not in sys.path:
+    sys.path.insert(0, str(MODULE_UTILS))
 
 
 @pytest.fixture(scope="session")
@@ -35,7 +33,7 @@ def sim_lab():
 def vcsim_binary() -> Path:
     """miglab's vSphere simulator, built once per session by scripts/build-vcsim.sh (seconds when
     up to date); skipped only when Go cannot be installed here (no root, apt-get or mirror)."""
-    import vcsim_lab
+    from miglab.sim import vcenter as vcsim_lab
 
     try:
         return vcsim_lab.build()

@@ -255,21 +255,9 @@ def _run_with_progress(run_playbook, playbook, inventory, extravars, tags, check
 
 
 def cmd_sim(args) -> int:
-    """``miglab sim up|down|status``: the built-in simulated lab (tests/sim/simlab.py of the
-    checkout: it needs the simulator sources and stand-ins, which only a checkout has)."""
-    import importlib.util
+    """``miglab sim up|down|status``: the built-in simulated lab (:mod:`miglab.sim.lab`)."""
+    from miglab.sim import lab as simlab
 
-    from miglab.adapters.runner import ROOT
-
-    path = ROOT / "tests" / "sim" / "simlab.py"
-    if not path.is_file():
-        print(
-            f"error: the simulated lab needs a miglab checkout ({path} is missing)", file=sys.stderr
-        )
-        return EXIT_INVALID
-    spec = importlib.util.spec_from_file_location("miglab_simlab", path)
-    simlab = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(simlab)
     argv = [args.sim_command]
     if args.sim_command == "up":
         argv += ["-i", args.inventory] if args.inventory else []

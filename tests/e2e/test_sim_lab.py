@@ -26,7 +26,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.sim]
 
 CAMPAIGN = ROOT / "tests" / "e2e" / "campaigns" / "sim-small.yml"
 HOST = "esxi-01.sim.miglab.test"
-REBOOT_HANGS = ROOT / ".cache" / "sim" / "faults" / "reboot-hangs"  # see tests/sim/simlab.py
+REBOOT_HANGS = ROOT / ".cache" / "sim" / "faults" / "reboot-hangs"  # see miglab/sim/lab.py
 
 
 def _run(cmd: list[str], timeout: int = 1200, **env: str) -> subprocess.CompletedProcess:

@@ -1,4 +1,4 @@
-"""Integration fixtures: miglab's vSphere simulator (tests/sim/vcsim, see its README.md).
+"""Integration fixtures: miglab's vSphere simulator (miglab/sim/vcsim, see its README.md).
 
 - ``vcsim``: one simulator for the whole session, holding the built-in simulated lab
   (inventories/sim). Shared: tests that change the lab (graphics config, reboots, maintenance
@@ -14,16 +14,9 @@ installed here (no root, apt-get or package mirror).
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-SIM_DIR = Path(__file__).resolve().parent.parent / "sim"
-if str(SIM_DIR) not in sys.path:
-    sys.path.insert(0, str(SIM_DIR))
-
-import vcsim_lab  # noqa: E402
+from miglab.sim import vcenter as vcsim_lab
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,7 @@ inventory first and stops with exit code 2 before it starts ansible-runner.
 
 How this is proven, with two independent witnesses:
 
-1. The lab's vCenter is a simulator of this module's own (tests/sim/vcsim, VMware's vcsim)
+1. The lab's vCenter is a simulator of this module's own (miglab/sim/vcsim, VMware's vcsim)
    reached only through a **counting TCP proxy**: the inventory's ``miglab_vcenter``, the
    inventory plugin's configuration (``vms.campaign_vms.yml``, which logs in as soon as Ansible
    parses the inventory) and the ``VMWARE_*`` environment all name the proxy's port. Every
@@ -82,7 +82,7 @@ class SimulatorRecords:
 def lab(vcsim_binary, tmp_path_factory):
     """A simulator of this module's own, the counting proxy in front of it, and a lab inventory
     folder whose every vCenter setting points at the proxy (so does the environment)."""
-    import vcsim_lab
+    from miglab.sim import vcenter as vcsim_lab
 
     with vcsim_lab.Vcsim(binary=vcsim_binary) as sim:
         proxy = CountingProxy(sim.port)

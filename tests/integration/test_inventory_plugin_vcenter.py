@@ -75,9 +75,8 @@ def vcenter_file(sim, folder: Path, **override) -> Path:
 def sim_with_vms(vcsim_binary):
     """A simulator of its own (vGPU VMs power on only in sharedDirect graphics mode) with two of
     the seed's VMs, created by miglab.lab.vgpu_vm as the plan places them: one powered on."""
-    import vcsim_lab
-
     from miglab.adapters.inventory_vms import load_inventory
+    from miglab.sim import vcenter as vcsim_lab
 
     plan = {h.name: h.vars["miglab_vm"] for h in load_inventory(SEED, SIM_HOSTS).hosts}
     with vcsim_lab.Vcsim(binary=vcsim_binary, graphics_type="sharedDirect") as sim:

@@ -29,7 +29,7 @@ from pyVmomi import vim
 
 from testlib import ROOT, SERVER_COUNTED, cpu_hog, wait_ready, wait_until
 
-STANDINS = ROOT / "tests" / "standins" / "esxi"
+STANDINS = ROOT / "miglab" / "sim" / "standins" / "esxi"
 
 
 # --- the guest keeper --------------------------------------------------------------------------
@@ -37,9 +37,7 @@ STANDINS = ROOT / "tests" / "standins" / "esxi"
     os.geteuid() != 0 or not shutil.which("podman"), reason="the guest keeper needs root and podman"
 )
 def test_guest_keeper_survives_vms_created_and_destroyed_under_load(vcsim_factory, tmp_path):
-    if str(STANDINS) not in sys.path:
-        sys.path.insert(0, str(STANDINS))
-    import vcsim_daemon
+    from miglab.sim import daemon as vcsim_daemon
 
     image = os.environ.get("MIGLAB_GUEST_IMAGE", "localhost/miglab-debian12:latest")
     if subprocess.run(["podman", "image", "exists", image], check=False).returncode != 0:

@@ -49,7 +49,7 @@ def _vault_string(password_file: Path, secret: str) -> str:
 
 
 def test_a_vault_encrypted_vcenter_password_works_and_is_never_printed(vcsim_binary, tmp_path):
-    import vcsim_lab
+    from miglab.sim import vcenter as vcsim_lab
 
     with vcsim_lab.Vcsim(binary=vcsim_binary) as sim:
         vault_pw = tmp_path / "vault-password"

@@ -10,13 +10,13 @@ import subprocess
 import sys
 
 import pytest
-import vcsim_lab
 from pyVim.connect import Disconnect, SmartConnect
 from pyVim.task import WaitForTask
 from pyVmomi import vim, vmodl
 
 from miglab.adapters.inventory import load_lab
 from miglab.core.catalog import load_catalog
+from miglab.sim import vcenter as vcsim_lab
 from testlib import wait_until
 
 HOST = "esxi-01.sim.miglab.test"

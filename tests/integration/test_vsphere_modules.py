@@ -5,8 +5,8 @@ from __future__ import annotations
 import ssl
 
 import pytest
-import vcsim_lab
 
+from miglab.sim import vcenter as vcsim_lab
 from testlib import run_module
 
 pytestmark = pytest.mark.integration

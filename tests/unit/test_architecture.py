@@ -52,7 +52,7 @@ def test_the_circle_check_sees_a_circle(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "layer", ["core", "formats", "adapters", "cli", "mlperf/guest", "mlperf/results"]
+    "layer", ["core", "formats", "adapters", "cli", "sim", "mlperf/guest", "mlperf/results"]
 )
 def test_every_layer_says_what_it_is(layer):
     init = ROOT / "miglab" / layer / "__init__.py"

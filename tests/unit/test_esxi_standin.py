@@ -1,4 +1,4 @@
-"""The ESXi shell stand-in (tests/standins/esxi) prints what miglab.core.esxi reads from a real
+"""The ESXi shell stand-in (miglab/sim/standins/esxi) prints what miglab.core.esxi reads from a real
 host,
 and keeps a host's state across commands: install, boot, MIG modes, GPU reset."""
 
@@ -14,7 +14,7 @@ from miglab.core import esxi
 from miglab.formats import nvsmi
 from testlib import ROOT
 
-STANDIN = ROOT / "tests" / "standins" / "esxi"
+STANDIN = ROOT / "miglab" / "sim" / "standins" / "esxi"
 QUERY = ["--query-gpu=" + ",".join(esxi.NVSMI_QUERY_FIELDS), "--format=csv"]
 
 

@@ -1,6 +1,6 @@
 """plugins/module_utils/miglab_guest.py: GRID driver / licence state from real nvidia-smi output,
 daemon.json merging,
-and the NVIDIA stand-ins of tests/standins checked against the same parsers."""
+and the NVIDIA stand-ins of miglab/sim/standins checked against the same parsers."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from miglab_guest import (
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "nvidia-smi"
-STANDINS = ROOT / "tests" / "standins"
+STANDINS = ROOT / "miglab" / "sim" / "standins"
 
 # A real vGPU guest's `nvidia-smi -q` (GRID V100D-8C, driver 535.216.01), the lines from the top
 # to the licence block, verbatim as quoted in VMware Tanzu Kubernetes Grid Integrated Edition's
@@ -479,3 +479,12 @@ def test_standin_nvidia_ctk_refuses_invalid_json(tmp_path):
     r = run_ctk("runtime", "configure", "--runtime=docker", f"--config={missing}")
     assert "Config file does not exist; using empty config" in r.stderr
     assert json.loads(missing.read_text()) == nvidia_runtime_settings()
+
+
+def test_the_standins_captures_are_the_fixtures():
+    """The GRID stand-in prints real captures; its copies (an installed miglab has no tests/)
+    are the fixtures, byte for byte."""
+    captures = STANDINS / "grid-driver" / "captures"
+    for name in ("h200-q.txt", "h200-nvidia-smi.txt"):
+        assert (captures / name).read_bytes() == (FIXTURES / name).read_bytes(), name
+

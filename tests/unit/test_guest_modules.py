@@ -1,5 +1,6 @@
 """The guest modules run for real through Ansible on localhost (ansible-runner): check mode, diff,
-idempotence, clear failures; the NVIDIA programs they call are the stand-ins of tests/standins."""
+idempotence, clear failures; the NVIDIA programs they call are the stand-ins of
+miglab/sim/standins."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 from testlib import run_module
 
 ROOT = Path(__file__).resolve().parents[2]
-STANDINS = ROOT / "tests" / "standins"
+STANDINS = ROOT / "miglab" / "sim" / "standins"
 FIXTURES = ROOT / "tests" / "fixtures" / "nvidia-smi"
 
 

@@ -6,9 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path.insert(
-    0, str(Path(__file__).resolve().parents[5] / "tests" / "standins" / "esxi" / "molecule")
-)
+sys.path.insert(0, str(Path(__file__).resolve().parents[5] / "tests" / "molecule" / "esxi"))
 from standin_checks import hostname, standin_state, vcenter_host  # noqa: E402
 
 testinfra_hosts = ["ansible://esxi_hosts"]

@@ -1,0 +1,388 @@
+#!/usr/bin/env python3
+"""The simulated lab's vCenter simulator process (also the ESXi molecule scenarios'), with the
+reboot link to the ESXi stand-in containers and the guest keeper.
+
+    python -m miglab.sim.daemon start --inventory LAB.yml --out DIR [--reboot-seconds S]
+                                      [--extra JSON] [--max-life S] [--guest-image IMAGE]
+    python -m miglab.sim.daemon stop --out DIR
+
+``start`` runs the simulator (miglab/sim/vcsim through miglab/sim/vcenter.py) for the hosts of a
+miglab lab inventory -- the same file the campaign plan reads, so hosts, GPUs and PCI ids agree --
+in a background process, and returns once DIR/vcsim.json holds the connection (``hostname``,
+``port``, ``username``, ``password``, ``validate_certs``, ``ca_bundle``; the role variable
+``miglab_vcenter`` as is). Running twice is a no-op while it runs. ``--extra`` adds lab-file keys
+per host (``{"esxi-gone": {"reboot_never_returns": true}}``).
+
+The link: vCenter reboots a host with RebootHost_Task; the matching stand-in container (same name
+as the host) must then "boot". The background process watches every host's connection state
+(every 0.1 s); when a host stops being connected it runs ``podman exec HOST esxi-standin
+boot-request``, and the stand-in applies the boot before its next command. A simulated reboot
+lasts ``--reboot-seconds`` (default 1 s) and miglab's reboot-and-wait polls every second, so the
+request is recorded well before the role's next command on the host (should the down state go
+unseen, the new boot time the host comes back with sends it).
+
+With ``--guest-image`` (the simulated lab, ``miglab/sim/lab.py``) it also gives every VM that is
+powered on in the simulator a guest: a systemd container of that image named like the VM (label
+``miglab.sim=guest``), started when the VM powers on, stopped when it powers off (its disk, the
+container, stays) and removed when the VM is deleted. ``DIR/guests.json`` says which guest runs.
+
+The process stops on ``stop``, SIGTERM, after ``--max-life`` seconds (default 1800, 0: never) or
+when none of the host containers exists any more (a scenario destroyed without its cleanup); the
+simulator stops with it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    return True
+
+
+def _pid(out: Path) -> int | None:
+    with contextlib.suppress(FileNotFoundError, ValueError):
+        pid = int((out / "daemon.pid").read_text())
+        return pid if _alive(pid) else None
+    return None
+
+
+def start(args) -> int:
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if _pid(out) and (out / "vcsim.json").exists():
+        print((out / "vcsim.json").read_text(), end="")
+        return 0
+    (out / "vcsim.json").unlink(missing_ok=True)
+    cmd = [sys.executable, "-m", "miglab.sim.daemon", "run", "--inventory", args.inventory,
+           "--out", str(out),
+           "--reboot-seconds", str(args.reboot_seconds), "--extra", args.extra,
+           "--max-life", str(args.max_life), "--guest-image", args.guest_image]  # fmt: skip
+    with open(out / "daemon.log", "ab") as log:
+        proc = subprocess.Popen(
+            cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
+        )
+    (out / "daemon.pid").write_text(str(proc.pid))
+    deadline = time.monotonic() + 120  # includes building the simulator when it is out of date
+    while time.monotonic() < deadline:
+        if (out / "vcsim.json").exists():
+            print((out / "vcsim.json").read_text(), end="")
+            return 0
+        if proc.poll() is not None:
+            break
+        time.sleep(0.1)
+    print((out / "daemon.log").read_text()[-4000:], file=sys.stderr)
+    print("vcsim_daemon: the simulator did not start", file=sys.stderr)
+    with contextlib.suppress(OSError):
+        proc.terminate()
+    return 1
+
+
+def stop(args) -> int:
+    out = Path(args.out)
+    pid = _pid(out)
+    if pid:
+        os.kill(pid, signal.SIGTERM)
+        for _ in range(100):
+            if not _alive(pid):
+                break
+            time.sleep(0.1)
+    (out / "daemon.pid").unlink(missing_ok=True)
+    (out / "vcsim.json").unlink(missing_ok=True)
+    return 0
+
+
+def run(args) -> int:
+    from pyVmomi import vim
+
+    from miglab.adapters.inventory import load_lab
+    from miglab.core.catalog import load_catalog
+    from miglab.sim import vcenter as vcsim_lab
+
+    out = Path(args.out)
+    stopping = []
+    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+    vcsim_lab.build()
+    catalog = load_catalog()
+    lab = vcsim_lab.lab_json(
+        load_lab(args.inventory, catalog), catalog, host_extra=json.loads(args.extra or "{}")
+    )
+    names = [h["name"] for h in lab["hosts"]]
+    with vcsim_lab.Vcsim(lab, reboot_seconds=args.reboot_seconds) as sim:
+        ca = out / "ca.pem"
+        shutil.copyfile(sim.ca_file, ca)
+        conn = {
+            "hostname": sim.host,
+            "port": sim.port,
+            "username": sim.username,
+            "password": sim.password,
+            "validate_certs": True,
+            "ca_bundle": str(ca),
+        }
+        tmp = out / "vcsim.json.tmp"
+        tmp.write_text(json.dumps(conn, indent=2) + "\n")
+        tmp.replace(out / "vcsim.json")
+        print(f"vcsim {sim.url} for {', '.join(names)}", flush=True)
+
+        si = sim.connect()
+        view = si.content.viewManager.CreateContainerView(
+            si.content.rootFolder, [vim.HostSystem], True
+        )
+        hosts = {h.name: h for h in view.view}
+        last = {n: (str(h.runtime.connectionState), h.runtime.bootTime) for n, h in hosts.items()}
+        sent = dict.fromkeys(hosts, False)  # a request went out for the reboot under way
+        guests = GuestKeeper(si, args.guest_image, out) if args.guest_image else None
+        started, checked = time.monotonic(), 0.0
+        while not stopping and (not args.max_life or time.monotonic() - started < args.max_life):
+            if guests:
+                try:
+                    guests.poll()
+                except Exception as exc:  # noqa: BLE001 - one bad poll must not end the lab
+                    print(f"{time.strftime('%H:%M:%S')} guest keeper: poll failed: {exc!r}",
+                          flush=True)  # fmt: skip
+            for name, host in hosts.items():
+                runtime = host.runtime
+                state, boot = str(runtime.connectionState), runtime.bootTime
+                if last[name][0] == "connected" and state != "connected":
+                    _boot_request(name)  # the host went down
+                    sent[name] = True
+                elif boot != last[name][1] and state == "connected":
+                    if not sent[name]:  # back with a new boot time, its going down unseen
+                        _boot_request(name)
+                    sent[name] = False
+                last[name] = (state, boot)
+            if time.monotonic() - checked > 30:  # containers gone: the scenario is over
+                checked = time.monotonic()
+                if not any(_container_exists(n) for n in names):
+                    print("no stand-in container left: stopping", flush=True)
+                    break
+            time.sleep(0.1)
+        if guests:
+            guests.close()
+    (out / "vcsim.json").unlink(missing_ok=True)
+    return 0
+
+
+# Options every simulated VM's container runs with: systemd as PID 1; Docker works inside
+# (privileged, private cgroup namespace, /var/lib/docker on tmpfs) as in guest_base's scenario.
+GUEST_RUN_OPTIONS = (
+    "--systemd=always",
+    "--privileged",
+    "--cgroupns=private",
+    "--tmpfs=/var/lib/docker:rw,exec,size=4g",
+    "--ulimit",
+    "nofile=20000:20000",
+    "--ulimit",
+    "nproc=4096:4096",
+)
+
+
+class GuestKeeper:
+    """One guest container per powered-on VM of the simulator (the simulated lab's guests).
+
+    ``poll()`` (at most every 0.5 s) reads every VM's power state in one property-collector call
+    and hands the differences to a small thread pool: power on -> start (or first run) the VM's
+    container, power off -> stop it, VM gone -> remove it. A container that stops by itself
+    (killed: the fault of a VM dying mid-benchmark) powers its VM off in the simulator, as vCenter
+    shows a VM whose VMX process died; the next power-on starts the container again.
+    """
+
+    LABEL = "miglab.sim=guest"
+
+    def __init__(self, si, image: str, out: Path) -> None:
+        from pyVmomi import vim, vmodl
+
+        self.image, self.out = image, out
+        self._vim, self._vmodl = vim, vmodl
+        self._si = si
+        view = si.content.viewManager.CreateContainerView(
+            si.content.rootFolder, [vim.VirtualMachine], True
+        )
+        traverse = vmodl.query.PropertyCollector.TraversalSpec(
+            name="view", path="view", skip=False, type=vim.view.ContainerView
+        )
+        self._spec = vmodl.query.PropertyCollector.FilterSpec(
+            objectSet=[
+                vmodl.query.PropertyCollector.ObjectSpec(obj=view, skip=True, selectSet=[traverse])
+            ],
+            propSet=[
+                vmodl.query.PropertyCollector.PropertySpec(
+                    type=vim.VirtualMachine, pathSet=["name", "runtime.powerState"]
+                )
+            ],
+        )
+        self._known: dict[str, str] = {}  # VM name -> last power state acted on
+        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="guest")
+        self._busy: dict[str, object] = {}
+        self._lock = threading.Lock()
+        self._last = 0.0
+        self._last_crash_check = 0.0
+        self._refs: dict[str, object] = {}
+        self._write_state()
+
+    def poll(self) -> None:
+        if time.monotonic() - self._last < 0.5:
+            return
+        self._last = time.monotonic()
+        states = {}
+        for obj in self._si.content.propertyCollector.RetrieveContents([self._spec]):
+            props = {p.name: p.val for p in obj.propSet}
+            if "name" not in props:  # a VM being created or destroyed: not all there yet
+                continue
+            states[props["name"]] = str(props.get("runtime.powerState", ""))
+            self._refs[props["name"]] = obj.obj
+        self._power_off_crashed(states)
+        for name, state in states.items():
+            if self._known.get(name) != state and self._idle(name):
+                self._known[name] = state
+                self._submit(name, self._start if state == "poweredOn" else self._stop)
+        for name in [n for n in self._known if n not in states]:
+            if self._idle(name):
+                del self._known[name]
+                self._submit(name, self._remove)
+
+    def _power_off_crashed(self, states: dict[str, str]) -> None:
+        """A powered-on VM whose container has exited (killed): power the VM off (every 2 s)."""
+        if time.monotonic() - self._last_crash_check < 2.0:
+            return
+        self._last_crash_check = time.monotonic()
+        on = [n for n, st in states.items() if st == "poweredOn" and self._known.get(n) == st]
+        if not on:
+            return
+        containers = podman_containers(self.LABEL)
+        for name in on:
+            if self._idle(name) and containers.get(name, "running") not in ("running", "created"):
+                try:
+                    self._refs[name].PowerOffVM_Task()
+                    what = f"container {containers[name]}: VM powered off (it died)"
+                except Exception as exc:  # noqa: BLE001 - logged; retried on the next check
+                    what = f"container {containers[name]}: power-off failed: {exc}"
+                print(f"{time.strftime('%H:%M:%S')} guest {name}: {what}", flush=True)
+
+    def _idle(self, name: str) -> bool:
+        fut = self._busy.get(name)
+        return fut is None or fut.done()
+
+    def _submit(self, name: str, action) -> None:
+        self._busy[name] = self._pool.submit(self._run, name, action)
+
+    def _run(self, name: str, action) -> None:
+        try:
+            what = action(name)
+        except Exception as exc:  # noqa: BLE001 - logged; the next change retries
+            what = f"failed: {exc}"
+        print(f"{time.strftime('%H:%M:%S')} guest {name}: {what}", flush=True)
+        self._write_state()
+
+    def _start(self, name: str) -> str:
+        if _container_exists(name):
+            _podman("start", name)
+            return "started"
+        # privileged + private cgroup namespace + /var/lib/docker on tmpfs: Docker runs inside
+        # (as in the guest_base molecule scenario); systemd is PID 1 like in a VM.
+        _podman(
+            "run",
+            "-d",
+            "--name",
+            name,
+            "--hostname",
+            name,
+            "--label",
+            self.LABEL,
+            *GUEST_RUN_OPTIONS,
+            self.image,
+            "/sbin/init",
+        )
+        return f"created from {self.image}"
+
+    def _stop(self, name: str) -> str:
+        if not _container_exists(name):
+            return "no container"
+        _podman("stop", "-t", "10", name)
+        return "stopped"
+
+    def _remove(self, name: str) -> str:
+        _podman("rm", "-f", "-t", "5", name)
+        return "removed"
+
+    def _write_state(self) -> None:
+        with self._lock:
+            guests = podman_containers(self.LABEL)
+            tmp = self.out / "guests.json.tmp"
+            tmp.write_text(json.dumps(guests, indent=2, sort_keys=True) + "\n")
+            tmp.replace(self.out / "guests.json")
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def podman_containers(label: str) -> dict[str, str]:
+    """Name -> state (running, exited, ...) of the containers with this label."""
+    res = subprocess.run(
+        ["podman", "ps", "-a", "--filter", f"label={label}", "--format", "json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    try:
+        rows = json.loads(res.stdout or "[]")
+    except json.JSONDecodeError:
+        return {}
+    return {(r.get("Names") or ["?"])[0]: str(r.get("State", "")) for r in rows}
+
+
+def _podman(*args: str) -> None:
+    res = subprocess.run(["podman", *args], capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        raise RuntimeError(f"podman {args[0]}: {res.stderr.strip() or res.returncode}")
+
+
+def _boot_request(name: str) -> None:
+    res = subprocess.run(
+        ["podman", "exec", name, "/opt/esxi-standin/bin/esxi-standin", "boot-request", "vcenter"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    what = "ok" if res.returncode == 0 else f"failed: {res.stderr.strip()}"
+    print(f"{time.strftime('%H:%M:%S')} {name} went down: boot request {what}", flush=True)
+
+
+def _container_exists(name: str) -> bool:
+    res = subprocess.run(["podman", "container", "exists", name], check=False)
+    return res.returncode == 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    for name in ("start", "run"):
+        p = sub.add_parser(name)
+        p.add_argument("--inventory", required=True)
+        p.add_argument("--out", required=True)
+        p.add_argument("--reboot-seconds", type=float, default=1.0)
+        p.add_argument("--extra", default="{}")
+        p.add_argument("--max-life", type=float, default=1800)
+        p.add_argument("--guest-image", default="")
+    sub.add_parser("stop").add_argument("--out", required=True)
+    args = ap.parse_args()
+    return {"start": start, "stop": stop, "run": run}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,472 @@
+#!/usr/bin/env python3
+"""The built-in simulated lab (``miglab sim up|down|status``): vCenter, ESXi hosts and guest VMs
+on one Linux machine, for demos and the end-to-end tests (test infrastructure; needs root and
+podman, as ``scripts/build-images.sh``).
+
+What ``up`` starts for a lab inventory (default ``inventories/sim``: one R750xa-like host with
+4x A100 80GB PCIe):
+
+* **vCenter**: the project's vcsim (``miglab/sim/vcsim``, VMware's simulator) with the lab's hosts,
+  GPUs and vGPU types, TLS with a throwaway CA -- ``.cache/sim/vcsim.json`` holds the connection
+  (the inventory's ``miglab_vcenter``);
+* **ESXi hosts**: one ESXi shell stand-in container per host (``miglab/sim/standins/esxi``: esxcli,
+  vmware -vl, nvidia-smi in ESXi's formats), named like the host, reached over SSH; fresh: no
+  NVIDIA driver, MIG off, graphics "shared" -- the hosts phase has real work to do. The NVIDIA
+  host driver bundle (a stand-in) lies on its datastore (``.cache/sim/bundles.json``);
+* **guest VMs**: for every VM that is powered on in vcsim, a Debian 12 systemd container named
+  like the VM (``miglab.sim.daemon``'s guest keeper), started from the **golden image**
+  ``localhost/miglab-sim-guest`` -- the guest roles and the MLPerf preparation applied once and
+  committed (``golden``), as a real lab clones VMs from a template. The guests have no GPU: the
+  MLPerf runs use the reference backend on CPU with tiny models and say so (``simulated``).
+
+``down`` stops the simulator and removes every container of the lab (vcsim keeps its state in
+memory: the VMs are gone with it). ``status`` prints what runs. Images, the simulator binary and
+the stand-ins are built once and stamped (``.cache``); ``up`` twice is a no-op.
+
+Faults for the tests: ``MIGLAB_SIM_FAULTS`` (JSON, host name -> lab-file keys of the simulator,
+e.g. ``{"esxi-01.sim.miglab.test": {"reboot_never_returns": true}}``) at ``up``; and, in a lab
+that is up, the file ``.cache/sim/faults/reboot-hangs`` (``REBOOT_HANGS``): while it exists, a
+host that reboots does not come back (it stays ``notResponding``, as an ESXi host hung in its
+boot); removing it lets the host finish booting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CACHE = ROOT / ".cache"
+SIM_DIR = CACHE / "sim"
+STANDINS = CACHE / "standins"
+WHEELHOUSE = CACHE / "mlperf-wheelhouse"
+DAEMON = ("-m", "miglab.sim.daemon")  # the simulator + guest keeper process
+MAKE_BUNDLE = ROOT / "miglab" / "sim" / "standins" / "esxi" / "make-bundle.py"
+GUEST_BASE_IMAGE = "localhost/miglab-sim-guest-base:latest"
+GOLDEN_IMAGE = os.environ.get("MIGLAB_SIM_GUEST_IMAGE", "localhost/miglab-sim-guest:latest")
+GOLDEN_BUILDER = "miglab-sim-golden"
+REBOOT_HANGS = SIM_DIR / "faults" / "reboot-hangs"
+GOLDEN_ROLES = ("guest_base", "guest_vgpu_driver", "guest_container_toolkit", "mlperf")
+LABEL = "miglab.sim"
+# The simulated hosts' driver bundle (the GRID guest driver stand-in is of the same branch).
+HOST_DRIVER = ("535.216.01", "7.0.2")
+ESXI_RELEASE = "7.0.3"
+RUNTIME_PACKAGES = ("mlcommons-loadgen", "numpy", "onnxruntime", "onnx")
+
+
+class SimError(RuntimeError):
+    """A step of the simulated lab failed (message says which and why)."""
+
+
+def log(msg: str) -> None:
+    print(f"[sim] {msg}", file=sys.stderr, flush=True)
+
+
+def _run(
+    cmd: list[str],
+    *,
+    env: dict | None = None,
+    check: bool = True,
+    quiet: bool = True,
+    timeout: float | None = None,
+) -> subprocess.CompletedProcess:
+    res = subprocess.run(
+        cmd, capture_output=quiet, text=True, env=env, check=False, timeout=timeout, cwd=ROOT
+    )
+    if check and res.returncode != 0:
+        detail = ((res.stderr or "") + (res.stdout or "")).strip()[-3000:] if quiet else ""
+        raise SimError(f"{shlex.join(cmd[:4])}... failed (exit {res.returncode})\n{detail}")
+    return res
+
+
+def _env_from(script_output: str) -> dict[str, str]:
+    """The ``export NAME=VALUE`` lines the build scripts print, as a dict."""
+    env = {}
+    for line in script_output.splitlines():
+        if line.startswith("export ") and "=" in line:
+            name, value = line[7:].split("=", 1)
+            env[name] = shlex.split(value)[0] if value else ""
+    return env
+
+
+# --- building blocks (each stamped or idempotent) -----------------------------------------------
+def build_prerequisites() -> dict[str, str]:
+    """Base and ESXi stand-in images, the SSH key, the simulator, the NVIDIA stand-ins and the
+    MLPerf wheelhouse; returns the environment (CONTAINERS_CONF, images, key)."""
+    if os.geteuid() != 0:
+        raise SimError("the simulated lab needs root (podman rootful, as scripts/build-images.sh)")
+    log("images: Debian 12 base + ESXi stand-in (stamped)")
+    out = _run(["bash", "miglab/sim/standins/esxi/build-image.sh"]).stdout
+    env = _env_from(out)
+    os.environ.update(env)
+    log("vCenter simulator (stamped)")
+    _run(["bash", "scripts/build-vcsim.sh"])
+    log("NVIDIA stand-ins: GRID guest driver, container toolkit, licence token")
+    _run(["bash", "miglab/sim/standins/build.sh", str(STANDINS)])
+    if not (WHEELHOUSE / ".complete").exists():
+        log(f"MLPerf runtime wheels -> {WHEELHOUSE.relative_to(ROOT)} (pip download, once)")
+        _run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "--only-binary=:all:",
+                "-d",
+                str(WHEELHOUSE),
+                *RUNTIME_PACKAGES,
+            ],
+            timeout=900,
+        )
+        (WHEELHOUSE / ".complete").touch()
+    return env
+
+
+def _golden_recipe(env: dict[str, str]) -> str:
+    """Hash of what the golden image is made from: the guest roles' settings (defaults, vars, the
+    simulated lab's guest variables), the stand-ins, the base image and the SSH key. Task changes
+    alone do not rebuild it: the guests phase runs the roles on every VM anyway, so a template one
+    change behind costs a few seconds per VM, never a wrong guest."""
+    h = hashlib.sha256()
+    parts = [
+        *(f"roles/{r}/{d}" for r in GOLDEN_ROLES for d in ("defaults", "vars")),
+        "inventories/sim/group_vars/guests",
+        "miglab/sim/guest",
+        "miglab/sim/golden.yml",
+    ]
+    for part in parts:
+        base = ROOT / part
+        if not base.exists():
+            continue
+        files = sorted(p for p in base.rglob("*") if p.is_file())
+        for f in [base] if base.is_file() else files:
+            h.update(str(f.relative_to(ROOT)).encode() + b"\0" + f.read_bytes())
+    h.update((STANDINS / "SHA256SUMS").read_bytes())
+    base_id = _run(["podman", "image", "inspect", "--format", "{{.Id}}", env["MIGLAB_GUEST_IMAGE"]])
+    h.update(base_id.stdout.encode())
+    h.update(Path(env["MIGLAB_ESXI_STANDIN_KEY"] + ".pub").read_bytes())
+    return h.hexdigest()[:16]
+
+
+def build_golden(env: dict[str, str], *, force: bool = False) -> str:
+    """The golden guest image: guest base (sshd) + guest roles + MLPerf preparation, committed."""
+    stamp = CACHE / "images" / "miglab-sim-guest.stamp"
+    recipe = _golden_recipe(env)
+    have = _run(["podman", "image", "inspect", "--format", "{{.Id}}", GOLDEN_IMAGE], check=False)
+    current = have.returncode == 0 and stamp.exists()
+    if not force and current and stamp.read_text().split() == [recipe, have.stdout.strip()]:
+        log(f"golden guest image {GOLDEN_IMAGE} is up to date")
+        return GOLDEN_IMAGE
+    started = time.monotonic()
+    log(
+        f"golden guest image {GOLDEN_IMAGE}: guest roles + MLPerf preparation (a few minutes, once)"
+    )
+    ctx = SIM_DIR / "golden-context"
+    ctx.mkdir(parents=True, exist_ok=True)
+    (ctx / "Containerfile").write_bytes((ROOT / "miglab/sim/guest/Containerfile").read_bytes())
+    (ctx / "authorized_keys").write_bytes(
+        Path(env["MIGLAB_ESXI_STANDIN_KEY"] + ".pub").read_bytes()
+    )
+    _run(
+        [
+            "podman",
+            "build",
+            "-q",
+            "--build-arg",
+            f"BASE={env['MIGLAB_GUEST_IMAGE']}",
+            "-t",
+            GUEST_BASE_IMAGE,
+            "-f",
+            str(ctx / "Containerfile"),
+            str(ctx),
+        ]
+    )
+    _run(["podman", "rm", "-f", GOLDEN_BUILDER], check=False)
+    _run(
+        [
+            "podman",
+            "run",
+            "-d",
+            "--name",
+            GOLDEN_BUILDER,
+            "--hostname",
+            GOLDEN_BUILDER,
+            "--label",
+            f"{LABEL}=golden",
+            *_daemon_module().GUEST_RUN_OPTIONS,
+            GUEST_BASE_IMAGE,
+            "/sbin/init",
+        ]
+    )
+    inv = SIM_DIR / "golden-inventory.yml"
+    inv.write_text(
+        json.dumps(
+            {
+                "all": {
+                    "children": {
+                        "guests": {"hosts": {GOLDEN_BUILDER: {"miglab_sim_dir": str(SIM_DIR)}}},
+                        "miglab_sim_golden": {"hosts": {GOLDEN_BUILDER: {}}},
+                    }
+                }
+            }
+        )
+        + "\n"
+    )
+    try:
+        res = _ansible_playbook(
+            # hosts.yml as a source: inventories/sim/group_vars/ apply to the golden guest too.
+            [
+                "miglab/sim/golden.yml",
+                "-i",
+                "inventories/sim/hosts.yml",
+                "-i",
+                str(inv),
+                "--limit",
+                GOLDEN_BUILDER,
+            ],
+            log_name="golden",
+        )
+        if res != 0:
+            raise SimError(f"the golden guest build failed: see {SIM_DIR / 'golden.log'}")
+        # A template carries no machine identity (systemd makes a new one on first boot).
+        _run(["podman", "exec", GOLDEN_BUILDER, "sh", "-c", ": > /etc/machine-id"])
+        _run(["podman", "stop", "-t", "20", GOLDEN_BUILDER])
+        _run(
+            [
+                "podman",
+                "commit",
+                "-q",
+                "--change",
+                'CMD ["/sbin/init"]',
+                GOLDEN_BUILDER,
+                GOLDEN_IMAGE,
+            ]
+        )
+    finally:
+        _run(["podman", "rm", "-f", GOLDEN_BUILDER], check=False)
+    image_id = _run(["podman", "image", "inspect", "--format", "{{.Id}}", GOLDEN_IMAGE]).stdout
+    stamp.parent.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(f"{recipe} {image_id.strip()}\n")
+    log(f"golden guest image built in {time.monotonic() - started:.0f} s")
+    return GOLDEN_IMAGE
+
+
+def _ansible_playbook(args: list[str], *, log_name: str) -> int:
+    exe = Path(sys.executable).parent / "ansible-playbook"
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    logfile = SIM_DIR / f"{log_name}.log"
+    with open(logfile, "w") as out:
+        res = subprocess.run(
+            [str(exe), *args], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, check=False
+        )
+    return res.returncode
+
+
+def _lab(inventory: Path):
+    sys.path.insert(0, str(ROOT))
+    from miglab.adapters.inventory import load_lab
+    from miglab.core.catalog import load_catalog
+
+    return load_lab(inventory, load_catalog())
+
+
+def start_hosts(inventory: Path, env: dict[str, str]) -> dict:
+    """One ESXi stand-in container per lab host, fresh, with the driver bundle on its datastore."""
+    lab = _lab(inventory)
+    out = _run(
+        [sys.executable, str(MAKE_BUNDLE), HOST_DRIVER[0], HOST_DRIVER[1], str(SIM_DIR / "bundles")]
+    )
+    path, checksum = out.stdout.split()[:2]
+    bundle = {
+        "version": HOST_DRIVER[0],
+        "file": Path(path).name,
+        "checksum": checksum,
+        "path": f"/vmfs/volumes/datastore1/{Path(path).name}",
+    }
+    key_pub = env["MIGLAB_ESXI_STANDIN_KEY"] + ".pub"
+    for host in lab.hosts:
+        name = host.name
+        if _run(["podman", "container", "exists", name], check=False).returncode == 0:
+            _run(["podman", "rm", "-f", "-t", "2", name], check=False)
+        _run(
+            [
+                "podman",
+                "run",
+                "-d",
+                "--name",
+                name,
+                "--hostname",
+                name,
+                "--label",
+                f"{LABEL}=esxi",
+                "-v",
+                f"{key_pub}:/root/.ssh/authorized_keys:ro",
+                "--ulimit",
+                "nofile=20000:20000",
+                "--ulimit",
+                "nproc=4096:4096",
+                env["MIGLAB_ESXI_STANDIN_IMAGE"],
+            ]
+        )
+        counts: dict[str, int] = {}
+        for model in host.gpus:
+            counts[model.name] = counts.get(model.name, 0) + 1
+        gpus = ",".join(f"{m}:{n}" for m, n in counts.items())
+        _run(
+            [
+                "podman",
+                "exec",
+                name,
+                "esxi-standin",
+                "init",
+                f"gpus={gpus}",
+                f"esxi={ESXI_RELEASE}",
+                "acceptance=PartnerSupported",
+            ]
+        )
+        _run(["podman", "cp", path, f"{name}:{bundle['path']}"])
+        log(f"ESXi host {name}: stand-in with {gpus} (ESXi {ESXI_RELEASE}, no NVIDIA driver yet)")
+    (SIM_DIR / "bundles.json").write_text(json.dumps({"host_driver": bundle}, indent=2) + "\n")
+    return bundle
+
+
+def _daemon_alive() -> bool:
+    with contextlib.suppress(FileNotFoundError, ValueError, OSError):
+        os.kill(int((SIM_DIR / "daemon.pid").read_text()), 0)
+        return (SIM_DIR / "vcsim.json").exists()
+    return False
+
+
+def _containers(kind: str | None = None) -> dict[str, str]:
+    """Container name -> state (running, exited, ...) of the lab's containers."""
+    return _daemon_module().podman_containers(f"{LABEL}={kind}" if kind else LABEL)
+
+
+def _daemon_module():
+    from miglab.sim import daemon
+
+    return daemon
+
+
+# --- commands ----------------------------------------------------------------------------------
+def up(inventory: Path, *, rebuild_golden: bool = False) -> int:
+    started = time.monotonic()
+    SIM_DIR.mkdir(parents=True, exist_ok=True)
+    env = build_prerequisites()
+    image = build_golden(env, force=rebuild_golden)
+    if _daemon_alive():
+        log("the simulated lab is already up (miglab sim status); nothing to do")
+        return status(inventory)
+    for name in _containers():  # leftovers of a lab whose simulator died: its VMs are gone
+        _run(["podman", "rm", "-f", "-t", "2", name], check=False)
+    start_hosts(inventory, env)
+    log("vCenter simulator + guest keeper (a container per powered-on VM)")
+    _run(
+        [
+            sys.executable,
+            *DAEMON,
+            "start",
+            "--inventory",
+            str(inventory),
+            "--out",
+            str(SIM_DIR),
+            "--reboot-seconds",
+            "1",
+            "--max-life",
+            "0",
+            "--guest-image",
+            image,
+            "--extra",
+            json.dumps(_host_faults()),
+        ],
+        timeout=300,
+    )
+    (SIM_DIR / "inventory").write_text(str(inventory.resolve()) + "\n")
+    log(f"up in {time.monotonic() - started:.0f} s")
+    return status(inventory)
+
+
+def _host_faults() -> dict:
+    """The simulator's fault keys per host: MIGLAB_SIM_FAULTS, and the reboot-hangs switch."""
+    REBOOT_HANGS.parent.mkdir(parents=True, exist_ok=True)
+    REBOOT_HANGS.unlink(missing_ok=True)  # a new lab boots normally
+    faults = json.loads(os.environ.get("MIGLAB_SIM_FAULTS") or "{}")
+    faults.setdefault("*", {}).setdefault("reboot_hold", str(REBOOT_HANGS))
+    return faults
+
+
+def down() -> int:
+    _run([sys.executable, *DAEMON, "stop", "--out", str(SIM_DIR)], check=False)
+    names = list(_containers())
+    if names:
+        _run(["podman", "rm", "-f", "-t", "5", *names], check=False)
+    for name in ("guests.json", "bundles.json", "inventory"):
+        (SIM_DIR / name).unlink(missing_ok=True)
+    log(f"down: simulator stopped, {len(names)} container(s) removed")
+    return 0
+
+
+def status(inventory: Path | None = None, *, as_json: bool = False) -> int:
+    alive = _daemon_alive()
+    conn = json.loads((SIM_DIR / "vcsim.json").read_text()) if alive else {}
+    info = {
+        "up": alive,
+        "vcenter": f"https://{conn['hostname']}:{conn['port']}/sdk" if conn else None,
+        "hosts": _containers("esxi"),
+        "guests": _containers("guest"),
+        "state_dir": str(SIM_DIR),
+    }
+    if as_json:
+        print(json.dumps(info, indent=2))
+        return 0 if alive else 1
+    if not alive:
+        print("simulated lab: down (start it with: miglab sim up)")
+        return 1
+    print(f"simulated lab: up   vCenter {info['vcenter']} (connection in {SIM_DIR / 'vcsim.json'})")
+    for name, state in info["hosts"].items():
+        print(f"  ESXi host  {name:40s} {state}")
+    running = sum(1 for s in info["guests"].values() if s == "running")
+    print(f"  guest VMs  {running} running, {len(info['guests']) - running} stopped")
+    for name, state in sorted(info["guests"].items()):
+        print(f"    {name:50s} {state}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="miglab sim", description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("up", help="start the simulated lab (builds what it needs once)")
+    p.add_argument("-i", "--inventory", default=str(ROOT / "inventories" / "sim" / "hosts.yml"))
+    p.add_argument("--rebuild-golden", action="store_true", help="rebuild the golden guest image")
+    sub.add_parser("down", help="stop it and remove its containers")
+    p = sub.add_parser("status", help="what runs")
+    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("golden", help="only (re)build the golden guest image")
+    p.add_argument("--force", action="store_true")
+    args = ap.parse_args(argv)
+    try:
+        if args.cmd == "up":
+            return up(Path(args.inventory), rebuild_golden=args.rebuild_golden)
+        if args.cmd == "down":
+            return down()
+        if args.cmd == "status":
+            return status(as_json=args.json)
+        SIM_DIR.mkdir(parents=True, exist_ok=True)
+        build_golden(build_prerequisites(), force=args.force)
+        return 0
+    except (SimError, subprocess.TimeoutExpired) as exc:
+        print(f"error: miglab sim {args.cmd}: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

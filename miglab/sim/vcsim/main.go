@@ -1,0 +1,261 @@
+// Command miglab-vcsim is miglab's vSphere simulator: govmomi's vcsim (0.24, Debian's sources,
+// built by scripts/build-vcsim.sh) holding a vCenter 7.0.3 with one datacenter, one cluster, one
+// datastore and network, and ESXi hosts that carry NVIDIA GPUs for MIG-backed vGPUs, as a lab
+// file describes them. Test infrastructure only; miglab/sim/vcsim/README.md has the details.
+//
+// Usage:
+//
+//	miglab-vcsim -lab lab.json [-listen 127.0.0.1:0] [-tlscert F -tlskey F]
+//	             [-username U -password P] [-delay-json '{"CreateVM_Task": 1500}']
+//	             [-delay MS] [-delay-jitter C] [-reboot-seconds S] [-watch-stdin] [-trace]
+//
+// On start it prints one line of JSON to stdout and keeps serving until SIGINT/SIGTERM (or, with
+// -watch-stdin, until its standard input closes):
+//
+//	{"url": "https://127.0.0.1:PORT/sdk", "port": PORT, "pid": PID}
+//
+// Lab file (JSON; unknown keys are errors; values shown are the defaults where optional):
+//
+//	{
+//	  "datacenter": "dc1", "cluster": "cluster1",         // optional
+//	  "datastore": "datastore1", "network": "VM Network", // optional
+//	  "hosts": [{
+//	    "name": "esxi-01.sim.miglab.test",                // required, unique
+//	    "cpus": 128,                                      // required: logical CPUs (threads)
+//	    "cpu_cores": 64, "cpu_packages": 2,               // optional: cpus/2 and 2 (if even)
+//	    "cpu_mhz": 2000, "cpu_model": "Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz",  // optional
+//	    "vendor": "miglab", "model": "simulated GPU server",                       // optional
+//	    "memory_gb": 1024,                                // required
+//	    "gpus": [{                                        // NVIDIA PCI devices (vendor 0x10de)
+//	      "pci_id": "0000:3b:00.0",                       // required, DDDD:BB:SS.F
+//	      "device_id": "0x20b5",                          // required
+//	      "subsystem_device_id": "0x1533",                // optional
+//	      "name": "NVIDIA A100 80GB PCIe",                // required
+//	      "memory_mb": 81920,                             // required: framebuffer
+//	      "mig_compute_slices": 7                         // optional: checked at power-on
+//	    }],
+//	    "vgpu_types": ["grid_a100d-1-10c"],               // config.sharedPassthruGpuTypes
+//	    "graphics_type": "shared",                        // or "sharedDirect": active at start
+//	    "assignment_policy": "performance",               // or "consolidation"
+//	    "graphics_apply": "reboot",                       // or "immediate": when a new
+//	                                                      //   graphics config takes effect
+//	    "maintenance_mode": false,                        // in maintenance mode at start
+//	    "reboot_seconds": 2,                              // optional, else -reboot-seconds
+//	    "reboot_never_returns": false,                    // a reboot leaves it notResponding
+//	    "capability": {"rebootSupported": true},          // overrides of host capability flags
+//	    "vgpu_capabilities": {"migrateSupported": true}   // overrides for every vGPU type
+//	  }]
+//	}
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+const (
+	vcVersion    = "7.0.3"
+	vcApiVersion = "7.0.3.0"
+	vcBuild      = "19480866" // vCenter Server 7.0 Update 3d
+)
+
+func main() {
+	labFile := flag.String("lab", "", "lab file (JSON, see the top of main.go)")
+	listen := flag.String("listen", "127.0.0.1:0", "address to listen on (port 0: a free port)")
+	tlsCert := flag.String("tlscert", "", "TLS certificate (PEM); default: govmomi's test cert")
+	tlsKey := flag.String("tlskey", "", "TLS key (PEM)")
+	username := flag.String("username", "user", "login user name")
+	password := flag.String("password", "pass", "login password")
+	delayJSON := flag.String("delay-json", "", `per-method latency in ms, {"CreateVM_Task": 1500}`)
+	delayAll := flag.Int("delay", 0, "latency of every method, in ms")
+	jitter := flag.Float64("delay-jitter", 0, "delay jitter (coefficient of variation)")
+	rebootSeconds := flag.Float64("reboot-seconds", 2, "seconds a rebooting host stays away")
+	watchStdin := flag.Bool("watch-stdin", false, "exit when standard input closes")
+	trace := flag.Bool("trace", false, "write SOAP traffic to stderr")
+	flag.Parse()
+
+	if err := run(*labFile, *listen, *tlsCert, *tlsKey, *username, *password, *delayJSON,
+		*delayAll, *jitter, *rebootSeconds, *watchStdin, *trace); err != nil {
+		fmt.Fprintln(os.Stderr, "miglab-vcsim:", err)
+		os.Exit(2)
+	}
+}
+
+func run(labFile, listen, tlsCert, tlsKey, username, password, delayJSON string, delayAll int,
+	jitter, rebootSeconds float64, watchStdin, trace bool) error {
+	if labFile == "" {
+		return fmt.Errorf("-lab is required")
+	}
+	if username == "" || password == "" {
+		return fmt.Errorf("-username and -password must not be empty")
+	}
+	lab, err := loadLab(labFile)
+	if err != nil {
+		return err
+	}
+	delays := map[string]int{}
+	if delayJSON != "" {
+		if err := json.Unmarshal([]byte(delayJSON), &delays); err != nil {
+			return fmt.Errorf("-delay-json: %v", err)
+		}
+	}
+	if rebootSeconds < 0 || delayAll < 0 || jitter < 0 {
+		return fmt.Errorf("-reboot-seconds, -delay and -delay-jitter must not be negative")
+	}
+
+	// An empty vCenter (no stock inventory), API 7.0.3: pyVmomi reads 7.0 types (e.g.
+	// HostSharedGpuCapabilities) only from a server that says so.
+	m := simulator.VPX()
+	m.Datacenter, m.Host, m.Cluster, m.ClusterHost = 0, 0, 0, 0
+	m.Datastore, m.Machine, m.Portgroup, m.App, m.Pod, m.Folder = 0, 0, 0, 0, 0, 0
+	m.Autostart = false
+	about := &m.ServiceContent.About
+	about.Version, about.ApiVersion, about.Build = vcVersion, vcApiVersion, vcBuild
+	about.FullName = "VMware vCenter Server " + vcVersion + " build-" + vcBuild
+	if err := m.Create(); err != nil {
+		return err
+	}
+	dsDir, err := os.MkdirTemp("", "miglab-vcsim-ds-")
+	if err != nil {
+		return err
+	}
+	cleanup := func() { _ = os.RemoveAll(dsDir); m.Remove() }
+	if err := buildInventory(m, lab, dsDir, rebootSeconds); err != nil {
+		cleanup()
+		return err
+	}
+
+	// Hooks and latency only now: building the inventory above went through the same service.
+	simulator.MethodHook = hook
+	simulator.MethodDone = done
+	m.DelayConfig.Delay = delayAll
+	m.DelayConfig.MethodDelay = delays
+	m.DelayConfig.DelayJitter = jitter
+	simulator.Trace = trace
+
+	u := &url.URL{Host: listen, User: url.UserPassword(username, password)}
+	m.Service.Listen = u
+	m.Service.TLS = new(tls.Config)
+	if tlsCert != "" || tlsKey != "" {
+		cert, err := tls.LoadX509KeyPair(tlsCert, tlsKey)
+		if err != nil {
+			cleanup()
+			return fmt.Errorf("-tlscert/-tlskey: %v", err)
+		}
+		m.Service.TLS.Certificates = []tls.Certificate{cert}
+	}
+	s := m.Service.NewServer()
+	port, _ := strconv.Atoi(s.URL.Port())
+	sdk := *s.URL
+	sdk.User = nil
+	line, _ := json.Marshal(map[string]interface{}{
+		"url": sdk.String(), "port": port, "pid": os.Getpid(),
+	})
+	out := bufio.NewWriter(os.Stdout)
+	fmt.Fprintln(out, string(line))
+	if err := out.Flush(); err != nil {
+		cleanup()
+		return err
+	}
+
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
+	if watchStdin {
+		go func() {
+			_, _ = io.Copy(io.Discard, os.Stdin)
+			stop <- syscall.SIGTERM
+		}()
+	}
+	<-stop
+	cleanup() // not s.Close(): it would wait for clients' long polls
+	return nil
+}
+
+// buildInventory creates the lab's datacenter, cluster, hosts, datastore and network through the
+// simulator's in-process client, then models each host's GPUs.
+func buildInventory(m *simulator.Model, lab *Lab, dsDir string, rebootSeconds float64) error {
+	ctx := context.Background()
+	c, err := vim25.NewClient(ctx, m.Service)
+	if err != nil {
+		return err
+	}
+	dc, err := object.NewRootFolder(c).CreateDatacenter(ctx, lab.Datacenter)
+	if err != nil {
+		return fmt.Errorf("datacenter: %v", err)
+	}
+	folders, err := dc.Folders(ctx)
+	if err != nil {
+		return err
+	}
+	cluster, err := folders.HostFolder.CreateCluster(ctx, lab.Cluster, types.ClusterConfigSpecEx{})
+	if err != nil {
+		return fmt.Errorf("cluster: %v", err)
+	}
+	var hostRefs []types.ManagedObjectReference
+	for _, lh := range lab.Hosts {
+		task, err := cluster.AddHost(ctx, types.HostConnectSpec{HostName: lh.Name}, true, nil, nil)
+		if err != nil {
+			return fmt.Errorf("host %s: %v", lh.Name, err)
+		}
+		info, err := task.WaitForResult(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("host %s: %v", lh.Name, err)
+		}
+		ref := info.Result.(types.ManagedObjectReference)
+		hostRefs = append(hostRefs, ref)
+		dss, err := object.NewHostSystem(c, ref).ConfigManager().DatastoreSystem(ctx)
+		if err != nil {
+			return err
+		}
+		if _, err := dss.CreateLocalDatastore(ctx, lab.Datastore, dsDir); err != nil {
+			return fmt.Errorf("datastore on %s: %v", lh.Name, err)
+		}
+	}
+
+	// The network: every datacenter starts with "VM Network"; rename it when asked.
+	netFolder := simulator.Map.Get(folders.NetworkFolder.Reference()).(*simulator.Folder)
+	for _, ref := range netFolder.ChildEntity {
+		if n, ok := simulator.Map.Get(ref).(*mo.Network); ok && n.Name == "VM Network" {
+			n.Name = lab.Network
+			if n.Summary != nil {
+				n.Summary.GetNetworkSummary().Name = lab.Network
+			}
+		}
+	}
+
+	var summary types.ComputeResourceSummary
+	for i, ref := range hostRefs {
+		h := simulator.Map.Get(ref).(*simulator.HostSystem)
+		lh := &lab.Hosts[i]
+		setupHost(h, lh, rebootSeconds)
+		hw := h.Summary.Hardware
+		summary.TotalCpu += int32(hw.CpuMhz) * int32(hw.NumCpuCores)
+		summary.TotalMemory += hw.MemorySize
+		summary.NumCpuCores += hw.NumCpuCores
+		summary.NumCpuThreads += hw.NumCpuThreads
+		summary.NumHosts++
+		summary.NumEffectiveHosts++
+	}
+	summary.EffectiveCpu = summary.TotalCpu
+	summary.EffectiveMemory = summary.TotalMemory >> 20
+	summary.OverallStatus = types.ManagedEntityStatusGreen
+	cr := simulator.Map.Get(cluster.Reference()).(*simulator.ClusterComputeResource)
+	*cr.Summary.GetComputeResourceSummary() = summary
+	return nil
+}
