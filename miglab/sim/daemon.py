@@ -39,6 +39,7 @@ import json
 import os
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import threading
@@ -107,9 +108,13 @@ def stop(args) -> int:
     return 0
 
 
-def run(args) -> int:
-    from pyVmomi import vim
+KEEPER_LAB_GONE = 3  # the keeper's exit status when no stand-in host container is left
 
+
+def run(args) -> int:
+    """The simulator's process: the vCenter simulator, and the keeper (reboot link + guest
+    keeper) as a child process it restarts whenever it dies, so a keeper bug never takes the
+    simulator down (``DIR/keeper.json``: its pid and how often it was restarted)."""
     from miglab.adapters.inventory import load_lab
     from miglab.core.catalog import load_catalog
     from miglab.sim import vcenter as vcsim_lab
@@ -138,17 +143,65 @@ def run(args) -> int:
         tmp.write_text(json.dumps(conn, indent=2) + "\n")
         tmp.replace(out / "vcsim.json")
         print(f"vcsim {sim.url} for {', '.join(names)}", flush=True)
+        keep_cmd = [sys.executable, "-m", "miglab.sim.daemon", "keep", "--out", str(out),
+                    "--hosts", json.dumps(names), "--guest-image", args.guest_image]  # fmt: skip
+        restarts = 0
+        keeper = _spawn_keeper(keep_cmd, out, restarts)
+        started = time.monotonic()
+        try:
+            while not stopping and (
+                not args.max_life or time.monotonic() - started < args.max_life
+            ):
+                rc = keeper.poll()
+                if rc == KEEPER_LAB_GONE:
+                    print("no stand-in container left: stopping", flush=True)
+                    break
+                if rc is not None:
+                    restarts += 1
+                    print(f"{time.strftime('%H:%M:%S')} keeper exited (status {rc}): restarting"
+                          f" ({restarts})", flush=True)  # fmt: skip
+                    time.sleep(min(restarts, 5))  # a keeper that cannot start: not a busy loop
+                    keeper = _spawn_keeper(keep_cmd, out, restarts)
+                time.sleep(0.2)
+        finally:
+            keeper.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                keeper.wait(timeout=30)
+    (out / "vcsim.json").unlink(missing_ok=True)
+    return 0
 
-        si = sim.connect()
-        view = si.content.viewManager.CreateContainerView(
-            si.content.rootFolder, [vim.HostSystem], True
-        )
-        hosts = {h.name: h for h in view.view}
-        last = {n: (str(h.runtime.connectionState), h.runtime.bootTime) for n, h in hosts.items()}
-        sent = dict.fromkeys(hosts, False)  # a request went out for the reboot under way
-        guests = GuestKeeper(si, args.guest_image, out) if args.guest_image else None
-        started, checked = time.monotonic(), 0.0
-        while not stopping and (not args.max_life or time.monotonic() - started < args.max_life):
+
+def _spawn_keeper(cmd: list[str], out: Path, restarts: int) -> subprocess.Popen:
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL)  # its output: the daemon's log
+    tmp = out / "keeper.json.tmp"
+    tmp.write_text(json.dumps({"pid": proc.pid, "restarts": restarts}) + "\n")
+    tmp.replace(out / "keeper.json")
+    return proc
+
+
+def keep(args) -> int:
+    """The keeper (a child of ``run``): every 0.1 s, a host that went down gets a boot request to
+    its stand-in container; with ``--guest-image``, the guest keeper. Exits KEEPER_LAB_GONE when
+    no host container is left (checked every 30 s)."""
+    from pyVim.connect import SmartConnect
+    from pyVmomi import vim
+
+    out = Path(args.out)
+    stopping = []
+    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+    conn = json.loads((out / "vcsim.json").read_text())
+    ctx = ssl.create_default_context(cafile=conn["ca_bundle"])
+    si = SmartConnect(host=conn["hostname"], port=conn["port"], user=conn["username"],
+                      pwd=conn["password"], sslContext=ctx, httpConnectionTimeout=60)  # fmt: skip
+    names = json.loads(args.hosts)
+    view = si.content.viewManager.CreateContainerView(si.content.rootFolder, [vim.HostSystem], True)
+    hosts = {h.name: h for h in view.view}
+    last = {n: (str(h.runtime.connectionState), h.runtime.bootTime) for n, h in hosts.items()}
+    sent = dict.fromkeys(hosts, False)  # a request went out for the reboot under way
+    guests = GuestKeeper(si, args.guest_image, out) if args.guest_image else None
+    checked = time.monotonic()
+    try:
+        while not stopping:
             if guests:
                 try:
                     guests.poll()
@@ -169,12 +222,11 @@ def run(args) -> int:
             if time.monotonic() - checked > 30:  # containers gone: the scenario is over
                 checked = time.monotonic()
                 if not any(_container_exists(n) for n in names):
-                    print("no stand-in container left: stopping", flush=True)
-                    break
+                    return KEEPER_LAB_GONE
             time.sleep(0.1)
+    finally:
         if guests:
             guests.close()
-    (out / "vcsim.json").unlink(missing_ok=True)
     return 0
 
 
@@ -226,7 +278,9 @@ class GuestKeeper:
                 )
             ],
         )
-        self._known: dict[str, str] = {}  # VM name -> last power state acted on
+        # VM name -> last power state acted on. A keeper restarted after a crash starts from the
+        # containers already there: each is converged to its VM's state, or removed with no VM.
+        self._known: dict[str, str] = dict.fromkeys(podman_containers(self.LABEL), "unknown")
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="guest")
         self._busy: dict[str, object] = {}
         self._lock = threading.Lock()
@@ -380,8 +434,12 @@ def main() -> int:
         p.add_argument("--max-life", type=float, default=1800)
         p.add_argument("--guest-image", default="")
     sub.add_parser("stop").add_argument("--out", required=True)
+    p = sub.add_parser("keep")
+    p.add_argument("--out", required=True)
+    p.add_argument("--hosts", required=True, help="JSON list of the stand-in hosts' names")
+    p.add_argument("--guest-image", default="")
     args = ap.parse_args()
-    return {"start": start, "stop": stop, "run": run}[args.cmd](args)
+    return {"start": start, "stop": stop, "run": run, "keep": keep}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -487,4 +487,3 @@ def test_the_standins_captures_are_the_fixtures():
     captures = STANDINS / "grid-driver" / "captures"
     for name in ("h200-q.txt", "h200-nvidia-smi.txt"):
         assert (captures / name).read_bytes() == (FIXTURES / name).read_bytes(), name
-
