@@ -41,3 +41,16 @@ def vcsim_binary() -> Path:
         if vcsim_lab.BINARY.is_file():
             return vcsim_lab.BINARY
         pytest.skip(f"vSphere simulator unavailable: Go cannot be installed here ({exc})")
+
+
+# Every test carries its tier's marker (`pytest -m unit`, `-m "not e2e"`, ...), from its folder.
+TIERS = {"unit": "unit", "integration": "integration", "e2e": "e2e", "bench": "bench"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        parts = Path(str(item.fspath)).relative_to(ROOT / "tests").parts
+        tier = TIERS.get(parts[0]) if len(parts) > 1 else None
+        if tier and not item.get_closest_marker(tier):
+            item.add_marker(getattr(pytest.mark, tier))
+
