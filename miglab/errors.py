@@ -8,6 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# Exit codes of every miglab command (``miglab``, ``python -m miglab.mlperf.run``, the barrier,
+# the manifest tool): 0 done; 1 it ran and failed (a run LoadGen calls INVALID, a file that does
+# not match its manifest, a barrier timeout); 2 bad input, nothing touched (one ``error:`` line
+# per problem); 3 the lab is busy (another command holds its lock); 130 interrupted.
+EXIT_OK, EXIT_FAIL, EXIT_INVALID, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
 
 @dataclass(frozen=True)
 class Problem:

@@ -53,4 +53,3 @@ def pytest_collection_modifyitems(config, items):
         tier = TIERS.get(parts[0]) if len(parts) > 1 else None
         if tier and not item.get_closest_marker(tier):
             item.add_marker(getattr(pytest.mark, tier))
-

@@ -11,9 +11,14 @@ import time
 from pathlib import Path
 
 from miglab import __version__
-from miglab.errors import ValidationError
-
-EXIT_OK, EXIT_FAIL, EXIT_INVALID = 0, 1, 2
+from miglab.errors import (
+    EXIT_BUSY,
+    EXIT_FAIL,
+    EXIT_INTERRUPTED,
+    EXIT_INVALID,
+    EXIT_OK,
+    ValidationError,
+)
 
 
 def _console(stderr: bool = False):
@@ -67,13 +72,13 @@ def cmd_plan(args) -> int:
 
 
 # --- run / status ---------------------------------------------------------------------------------
-EXIT_BUSY = 3
 
 
 def cmd_run(args) -> int:
     from miglab.adapters.inventory import DEFAULT_INVENTORY
     from miglab.adapters.lock import LabBusy, LabLock, lock_path
     from miglab.adapters.runner import ROOT, artifacts_dir, run_playbook
+    from miglab.core.schedule import fmt_duration
 
     campaign, lab = _load(args)  # validate first: nothing is touched on bad input
     _warn(campaign.warnings)
@@ -136,7 +141,7 @@ def cmd_run(args) -> int:
     if report.is_file():
         print(f"report: {report}")
     if result.rc == 0:
-        print(f"done in {_duration(p.elapsed())}: ok {p.ok}, changed {p.changed}")
+        print(f"done in {fmt_duration(p.elapsed())}: ok {p.ok}, changed {p.changed}")
         return EXIT_OK
     if stop.signal is not None:
         print(
@@ -214,11 +219,6 @@ def _rounds(campaign, lab) -> int:
 
 def _has_runs(folder: Path) -> bool:
     return folder.is_dir() and any(folder.glob("*/*/*/*/performance/run_*"))
-
-
-def _duration(seconds: float) -> str:
-    m, s = divmod(int(seconds), 60)
-    return f"{m}m{s:02d}s" if m else f"{s}s"
 
 
 def _run_with_progress(run_playbook, playbook, inventory, extravars, tags, check, folder, envvars,
@@ -612,7 +612,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INVALID
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
     except Exception as exc:  # a bug, not bad input: say so in one line unless debugging

@@ -14,9 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from miglab.errors import Problem, ValidationError
-
-EXIT_OK, EXIT_FAIL, EXIT_INVALID = 0, 1, 2
+from miglab.errors import EXIT_FAIL, EXIT_OK, Problem, ValidationError
 
 
 def _print_json(data) -> None:

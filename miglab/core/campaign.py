@@ -25,6 +25,7 @@ from miglab.core.catalog import (
 from miglab.core.placement import Lab, PackError, VmRequest, pack
 from miglab.errors import Problems, ValidationError
 from miglab.formats import yamlio
+from miglab.formats.loadgen import SCENARIOS
 
 SUPPORTED_VERSIONS = (1,)
 MLPERF_BENCHMARKS = (
@@ -47,7 +48,7 @@ MLPERF_BENCHMARKS = (
     "llama2-70b-99.9",
     "stable-diffusion-xl",
 )
-MLPERF_SCENARIOS = ("Offline", "Server", "SingleStream", "MultiStream")
+MLPERF_SCENARIOS = SCENARIOS  # LoadGen's (miglab.formats.loadgen): one list
 MLPERF_MIN_DURATION_S = 600  # LoadGen's min_duration for datacenter performance runs (mlperf.conf)
 MAX_SECONDS = 7 * 24 * 3600  # a sanity bound on durations: a week per run or setup is a typo
 NAME_PATTERN = r"[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?"

@@ -132,7 +132,10 @@ def plan_schedule(c: Campaign, lab: Lab) -> Schedule:
     return Schedule(done, serial, makespan, lower, c.schedule.parallel)
 
 
-def fmt_duration(seconds: int) -> str:
+def fmt_duration(seconds: float) -> str:
+    """The one duration format of miglab's output: ``1h02m``, ``3m05s``, ``42s``."""
     h, rem = divmod(int(seconds), 3600)
     m, s = divmod(rem, 60)
-    return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s"
+    if h:
+        return f"{h}h{m:02d}m"
+    return f"{m}m{s:02d}s" if m else f"{s}s"

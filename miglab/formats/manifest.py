@@ -35,6 +35,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from miglab.errors import EXIT_FAIL, EXIT_INVALID, EXIT_OK
+
 __all__ = [
     "MANIFEST",
     "TMP_SUFFIX",
@@ -512,27 +514,27 @@ def main(argv: list[str] | None = None) -> int:
                 print(json.dumps(install_fetched(a.tarball, a.dest)))
             except FetchRefused as exc:
                 print(f"error: {exc}", file=sys.stderr)
-                return 1
-            return 0
+                return EXIT_FAIL
+            return EXIT_OK
         if a.cmd == "write":
             for d in a.dirs:
                 print(f"wrote {write_manifest(d)}")
-            return 0
+            return EXIT_OK
         if a.cmd == "replace":
             replace_dir(a.new, a.dest, a.aside)
             print(f"replaced {a.dest}")
-            return 0
+            return EXIT_OK
         report = verify_tree(a.dir)
     except ValidationError as exc:
         for problem in exc.problems:
             print(f"error: {problem}", file=sys.stderr)
-        return 2
+        return EXIT_INVALID
     except (OSError, tarfile.TarError) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_INVALID
     for issue in report.issues:
         print(issue)
-    return 0 if report.ok else 1
+    return EXIT_OK if report.ok else EXIT_FAIL
 
 
 if __name__ == "__main__":

@@ -57,3 +57,17 @@ def test_the_circle_check_sees_a_circle(tmp_path, monkeypatch):
 def test_every_layer_says_what_it_is(layer):
     init = ROOT / "miglab" / layer / "__init__.py"
     assert init.read_text().startswith('"""'), init
+
+
+def test_one_set_of_exit_codes():
+    """Exit codes come from miglab.errors only: no module defines its own."""
+    import re
+
+    own = []
+    for f in sorted((ROOT / "miglab").rglob("*.py")):
+        if f.name == "errors.py":
+            continue
+        for n, line in enumerate(f.read_text().splitlines(), 1):
+            if re.match(r"\s*EXIT_\w+(\s*,\s*EXIT_\w+)*\s*=", line):
+                own.append(f"{f.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert not own, own

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from miglab.core.process import pid_alive
+from miglab.errors import EXIT_FAIL, EXIT_OK
 
 STATE, GO, PID = "state", "go", "pid"
 
@@ -143,19 +144,19 @@ def main(argv: list[str] | None = None) -> int:
         line = f"failed: no barrier folder {folder}"
         print(json.dumps({"state": "failed", "rc": None, "line": line}))
         print(line, file=sys.stderr)
-        return 1
+        return EXIT_FAIL
     release(folder, a.start_at)
     try:
         result = wait_done(folder, a.timeout)
     except BarrierTimeout as exc:
         print(json.dumps({"state": "timeout", "rc": None, "line": str(exc)}))
         print(str(exc), file=sys.stderr)
-        return 2
+        return EXIT_FAIL
     print(json.dumps(result))
     if result["state"] == "done":
-        return 0
+        return EXIT_OK
     print(result["line"], file=sys.stderr)
-    return 1
+    return EXIT_FAIL
 
 
 if __name__ == "__main__":

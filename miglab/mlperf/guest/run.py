@@ -24,11 +24,10 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+from miglab.errors import EXIT_FAIL, EXIT_INVALID, EXIT_OK
 from miglab.mlperf.guest import barrier as barrier_lib
 from miglab.mlperf.guest.backends import BACKENDS, BackendError, get_backend
 from miglab.mlperf.guest.backends.base import MODES, SCENARIOS, progress
-
-EXIT_OK, EXIT_INVALID, EXIT_ERROR = 0, 1, 2
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -263,7 +262,7 @@ def main(argv=None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         if barrier is not None:
             barrier_lib.write_state(barrier, f"failed: {' '.join(str(exc).split())}")
-        return EXIT_ERROR
+        return EXIT_INVALID
     except BaseException as exc:  # the controller must not wait for a dead SUT
         if barrier is not None and barrier.is_dir():
             barrier_lib.write_state(barrier, f"failed: {type(exc).__name__}: {exc}")
@@ -294,7 +293,7 @@ def main(argv=None) -> int:
     if not res.get("valid"):
         reasons = res.get("reasons") or ["LoadGen did not say VALID"]
         print(f"not valid: {'; '.join(str(r) for r in reasons)}", file=sys.stderr)
-        rc = EXIT_INVALID
+        rc = EXIT_FAIL
     try:
         if a.pack:
             pack(run_dir, a.pack)
@@ -302,7 +301,7 @@ def main(argv=None) -> int:
         print(f"error: cannot pack {run_dir} into {a.pack}: {exc}", file=sys.stderr)
         if barrier is not None:
             barrier_lib.write_state(barrier, f"failed: cannot pack the run's logs: {exc}")
-        return EXIT_ERROR
+        return EXIT_FAIL
     if barrier is not None:
         barrier_lib.write_state(barrier, f"done {rc}")
     return rc
