@@ -1,9 +1,9 @@
 """Filters miglab.lab.esxi_*: the ESXi host roles' parsing and decisions, on the controller.
 
 Thin: each filter hands raw command output (esxcli, vmware -vl, nvidia-smi) or vSphere module
-results to :mod:`miglab.core.esxi` and returns its plain-data answer. The roles run the commands on
-the
-ESXi host; these filters run where Jinja runs, on the controller, which has the miglab package.
+results to :mod:`miglab.formats.esxcli` (parsing) or :mod:`miglab.core.esxi` (decisions) and
+returns its plain-data answer. The roles run the commands on the ESXi host; these filters run
+where Jinja runs, on the controller, which has the miglab package.
 """
 
 from __future__ import annotations
@@ -14,16 +14,21 @@ from ansible_collections.miglab.lab.plugins.plugin_utils.values import plain, re
 try:
     from miglab.core import esxi
     from miglab.errors import ValidationError
+    from miglab.formats import esxcli
 
     IMPORT_ERROR = None
 except ImportError as exc:  # reported when a filter is used
-    esxi = None
+    esxi = esxcli = None
     ValidationError = Exception
     IMPORT_ERROR = exc
 
 
 def _lib():
     return require(esxi, "esxi", IMPORT_ERROR)
+
+
+def _formats():
+    return require(esxcli, "esxi", IMPORT_ERROR)
 
 
 _plain = plain
@@ -97,29 +102,29 @@ def esxi_graphics_pending(host_info):
 
 
 def esxi_install_result(text):
-    return _parse(_lib().parse_install_result, text)
+    return _parse(_formats().parse_install_result, text)
 
 
 def esxi_esxcli_error(text):
     """esxcli's [Error] report as "Error: message", or the text itself when it is not one."""
-    err = _lib().parse_esxcli_error(str(text or ""))
+    err = _formats().parse_esxcli_error(str(text or ""))
     return f"{err['error']}: {err['message']}" if err else str(text or "").strip()
 
 
 def esxi_vib_list(text):
-    return _parse(_lib().parse_vib_list, text)
+    return _parse(_formats().parse_vib_list, text)
 
 
 def esxi_component_list(text):
-    return _parse(_lib().parse_component_list, text)
+    return _parse(_formats().parse_component_list, text)
 
 
 def esxi_acceptance(text):
-    return _parse(_lib().parse_acceptance, text)
+    return _parse(_formats().parse_acceptance, text)
 
 
 def esxi_version(text):
-    return _parse(_lib().parse_vmware_version, text)
+    return _parse(_formats().parse_vmware_version, text)
 
 
 class FilterModule:

@@ -11,6 +11,7 @@ import pytest
 
 from miglab.core import esxi
 from miglab.errors import ValidationError
+from miglab.formats import esxcli
 from testlib import ROOT
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -24,7 +25,7 @@ def read(name: str) -> str:
 
 
 def test_vib_list_esxi_703_capture():
-    rows = esxi.parse_vib_list(read("vib-list-7.0.3.txt"))
+    rows = esxcli.parse_vib_list(read("vib-list-7.0.3.txt"))
     assert [r["name"] for r in rows] == ["ixgben", "itp_tools", "atlantic"]
     assert rows[2] == {
         "name": "atlantic",
@@ -36,8 +37,8 @@ def test_vib_list_esxi_703_capture():
 
 
 def test_vib_list_grep_cut_nvidia_row():
-    rows = esxi.parse_vib_list(
-        read("vib-list-7.0.3-nvidia-grep.txt"), columns=esxi.VIB_LIST_COLUMNS
+    rows = esxcli.parse_vib_list(
+        read("vib-list-7.0.3-nvidia-grep.txt"), columns=esxcli.VIB_LIST_COLUMNS
     )
     assert rows == [
         {
@@ -53,8 +54,8 @@ def test_vib_list_grep_cut_nvidia_row():
 
 
 def test_component_list_esxi_80_nvd_aie_row():
-    rows = esxi.parse_component_list(
-        read("component-list-8.0-nvd-aie-grep.txt"), columns=esxi.COMPONENT_LIST_COLUMNS
+    rows = esxcli.parse_component_list(
+        read("component-list-8.0-nvd-aie-grep.txt"), columns=esxcli.COMPONENT_LIST_COLUMNS
     )
     assert rows == [
         {
@@ -77,7 +78,7 @@ def test_component_list_esxi_80_nvd_aie_row():
 
 
 def test_component_apply_result_capture():
-    res = esxi.parse_install_result(read("component-apply-8.0-nvd-aie.txt"))
+    res = esxcli.parse_install_result(read("component-apply-8.0-nvd-aie.txt"))
     assert res == {
         "message": "Operation finished successfully.",
         "reboot_required": False,  # as printed -- the driver still loads only at the next boot
@@ -97,26 +98,26 @@ def test_vib_install_result():
         "   VIBs Skipped:\n"
         "   Reboot Required: true\n"
     )
-    res = esxi.parse_install_result(text)
+    res = esxcli.parse_install_result(text)
     assert res["kind"] == "vib" and res["reboot_required"] is True
     assert res["removed"] == ["NVIDIA_bootbank_A_1", "NVIDIA_bootbank_B_2"]
 
 
 def test_vmware_version_captures():
-    assert esxi.parse_vmware_version(read("vmware-vl-7.0.3.txt")) == {
+    assert esxcli.parse_vmware_version(read("vmware-vl-7.0.3.txt")) == {
         "product": "VMware ESXi",
         "version": "7.0.3",
         "build": 19898904,
         "level": "Update 3",
     }
-    v5 = esxi.parse_vmware_version(read("vmware-v-l-5.0.0.txt"))
+    v5 = esxcli.parse_vmware_version(read("vmware-v-l-5.0.0.txt"))
     assert (v5["version"], v5["build"], v5["level"]) == ("5.0.0", 469512, "GA")
 
 
 def test_acceptance_capture():
-    assert esxi.parse_acceptance(read("acceptance-get.txt")) == "PartnerSupported"
+    assert esxcli.parse_acceptance(read("acceptance-get.txt")) == "PartnerSupported"
     with pytest.raises(ValidationError, match="not an acceptance level"):
-        esxi.parse_acceptance("partner")
+        esxcli.parse_acceptance("partner")
 
 
 @pytest.mark.parametrize(
@@ -132,15 +133,15 @@ def test_acceptance_capture():
 def test_table_errors(text, reason):
     if reason is None:
         with pytest.raises(ValidationError, match="not vmware -v/-l output"):
-            esxi.parse_vmware_version(text)
+            esxcli.parse_vmware_version(text)
         return
     with pytest.raises(ValidationError, match=reason):
-        esxi.parse_table(text)
+        esxcli.parse_table(text)
 
 
 def test_grep_cut_row_with_wrong_column_count():
     with pytest.raises(ValidationError, match="expected 5 columns"):
-        esxi.parse_vib_list("a  b  c\n", columns=esxi.VIB_LIST_COLUMNS)
+        esxcli.parse_vib_list("a  b  c\n", columns=esxcli.VIB_LIST_COLUMNS)
 
 
 def test_esxcli_errors():
@@ -148,12 +149,12 @@ def test_esxcli_errors():
         "[MetadataDownloadError]\n Could not download from depot at zip:/x.zip?index.xml\n"
         "        url = zip:/x.zip?index.xml\n Please refer to the log file for more details.\n"
     )
-    err = esxi.parse_esxcli_error(meta)
+    err = esxcli.parse_esxcli_error(meta)
     assert err["error"] == "MetadataDownloadError" and "Could not download" in err["message"]
-    assert esxi.parse_esxcli_error("Error: Unknown command or namespace software foo")["error"] == (
-        "Error"
-    )
-    assert esxi.parse_esxcli_error("PartnerSupported\n") is None
+    assert esxcli.parse_esxcli_error("Error: Unknown command or namespace software foo")[
+        "error"
+    ] == ("Error")
+    assert esxcli.parse_esxcli_error("PartnerSupported\n") is None
 
 
 @pytest.mark.parametrize(
@@ -539,3 +540,8 @@ def test_filters_delegate_to_miglab():
 
     with pytest.raises(AnsibleFilterError, match="not an esxcli 'Installation Result'"):
         filters["esxi_install_result"]("nope")
+    # Every parsing filter reaches its parser (miglab.formats.esxcli): bad text is refused
+    # with the parser's message, never an AttributeError.
+    for name in ("esxi_vib_list", "esxi_component_list", "esxi_acceptance", "esxi_version"):
+        with pytest.raises(AnsibleFilterError):
+            filters[name]("not esxcli output")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from miglab.core import esxi
-from miglab.formats import nvsmi
+from miglab.formats import esxcli, nvsmi
 from testlib import ROOT
 
 STANDIN = ROOT / "miglab" / "sim" / "standins" / "esxi"
@@ -76,11 +76,11 @@ WANT = {"version": "535.154.02", "guest_driver_version": "535.154.05"}
 
 def test_outputs_parse_like_real_ones(host):
     assert host("esxi-standin", "init", "gpus=A100-PCIE-80GB:2").returncode == 0
-    assert esxi.parse_vmware_version(host("vmware", "-vl").stdout)["version"] == "7.0.3"
-    assert esxi.parse_acceptance(host("esxcli", "software", "acceptance", "get").stdout)
-    vibs = esxi.parse_vib_list(host("esxcli", "software", "vib", "list").stdout)
+    assert esxcli.parse_vmware_version(host("vmware", "-vl").stdout)["version"] == "7.0.3"
+    assert esxcli.parse_acceptance(host("esxcli", "software", "acceptance", "get").stdout)
+    vibs = esxcli.parse_vib_list(host("esxcli", "software", "vib", "list").stdout)
     assert {"atlantic", "esx-base"} <= {v["name"] for v in vibs}
-    comps = esxi.parse_component_list(host("esxcli", "software", "component", "list").stdout)
+    comps = esxcli.parse_component_list(host("esxcli", "software", "component", "list").stdout)
     assert comps[0]["display_version"] == "7.0 Update 3c"
     nv = host("nvidia-smi", *QUERY)
     assert nv.returncode == 127  # no driver, no nvidia-smi
@@ -91,12 +91,12 @@ def test_esxi8_tables_have_the_newer_columns(host):
     host("esxi-standin", "init", "esxi=8.0.0")
     path, _ = bundle(host.tmp, esxi_release="8.0.0")
     host("esxcli", "software", "component", "apply", "-d", path)
-    comps = esxi.parse_component_list(host("esxcli", "software", "component", "list").stdout)
+    comps = esxcli.parse_component_list(host("esxcli", "software", "component", "list").stdout)
     nvd = [c for c in comps if c["name"] == "NVD-AIE-800"][0]
     assert (nvd["release_date"], nvd["platforms"]) == ("11-03-2023", "host")
-    vibs = esxi.parse_vib_list(host("esxcli", "software", "vib", "list").stdout)
+    vibs = esxcli.parse_vib_list(host("esxcli", "software", "vib", "list").stdout)
     assert all(v["platforms"] == "host" for v in vibs)
-    result = esxi.parse_install_result(
+    result = esxcli.parse_install_result(
         host("esxcli", "software", "component", "apply", "-d", path).stdout
     )
     assert result["skipped"] == ["NVD-AIE-800_535.154.02-1OEM.800.1.0.20613240"]
@@ -110,7 +110,7 @@ def test_install_boot_and_verify_through_the_plan(host):
 
     res = host("esxcli", "software", "component", "apply", "-d", path)
     assert res.returncode == 0
-    assert esxi.parse_install_result(res.stdout)["installed"] == [
+    assert esxcli.parse_install_result(res.stdout)["installed"] == [
         "NVD-AIE-702_535.154.02-1OEM.702.0.0.17630552"
     ]
     assert Path(host.tmp / "nvidia-smi").is_symlink()  # the driver brings nvidia-smi
@@ -132,7 +132,7 @@ def test_upgrade_runs_the_old_driver_until_the_reboot(host):
     assert "Update" in host("esxcli", "software", "sources", "vib", "list", "-d", new).stdout
     assert esxi.plan_driver(facts(host, new), WANT)["action"] == "upgrade"
     res = host("esxcli", "software", "component", "apply", "-d", new)
-    assert esxi.parse_install_result(res.stdout)["removed"] == [
+    assert esxcli.parse_install_result(res.stdout)["removed"] == [
         "NVD-AIE-702_535.129.03-1OEM.702.0.0.17630552"
     ]
     nv = host("nvidia-smi", *QUERY)
@@ -145,11 +145,11 @@ def test_refusals_print_esxcli_errors(host):
     host("esxi-standin", "init", "acceptance=VMwareCertified")
     path, _ = bundle(host.tmp)
     res = host("esxcli", "software", "component", "apply", "-d", path)
-    err = esxi.parse_esxcli_error(res.stdout)
+    err = esxcli.parse_esxcli_error(res.stdout)
     assert res.returncode == 1 and err["error"] == "AcceptanceLevelError"
     assert "acceptance level is accepted" in err["message"]
     res = host("esxcli", "software", "sources", "vib", "list", "-d", "/vmfs/volumes/ds/none.zip")
-    assert esxi.parse_esxcli_error(res.stdout)["error"] == "MetadataDownloadError"
+    assert esxcli.parse_esxcli_error(res.stdout)["error"] == "MetadataDownloadError"
     assert host("esxcli", "software", "nope", "list").returncode == 1
 
 
