@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from miglab.adapters.ansible_inventory import InventoryReadError, group_host_vars
+from miglab.adapters.project import default_inventory
 from miglab.core import labvars, schema
 from miglab.core.campaign import Campaign, check_fits, load_campaign
 from miglab.core.catalog import Catalog, UnknownName, load_catalog
@@ -55,7 +56,6 @@ HOST_VARS = {
 MAX_HOST_CPUS = 100_000
 MAX_HOST_MEMORY_GB = 10_000_000
 MAX_CPU_OVERCOMMIT = 1_000.0
-DEFAULT_INVENTORY = Path(__file__).resolve().parents[2] / "inventories" / "sim"
 
 
 def _inventory_sources(path: Path) -> list[Path]:
@@ -204,7 +204,7 @@ def load_lab(
     (``VMWARE_HOST``, ``VMWARE_USER``, ``VMWARE_PASSWORD``) that ``miglab_vcenter`` leaves out."""
     catalog = catalog or load_catalog()
     env = os.environ if env is None else env
-    inv_path = Path(path) if path else DEFAULT_INVENTORY
+    inv_path = Path(path) if path else default_inventory()
     if not inv_path.exists():
         p = Problems(str(inv_path))
         p.add("", "inventory not found")

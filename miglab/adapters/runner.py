@@ -12,7 +12,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from miglab.adapters.project import ansible_env as project_ansible_env
+from miglab.adapters.project import project_dir
+
 PHASES = ("validate", "hosts", "vms", "guests", "mlperf", "report", "teardown")
 # Phase of a play, from words of its name (runner events carry no play tags).
 PLAY_PHASES = (
@@ -140,7 +142,7 @@ class PlaybookRun:
 
 
 def artifacts_dir(campaign: str, base: Path | None = None) -> Path:
-    base = base or ROOT / "artifacts"
+    base = base or project_dir() / "artifacts"
     folder = base / f"{time.strftime('%Y%m%d-%H%M%S')}-{campaign}"
     folder.mkdir(parents=True, exist_ok=True)
     return folder
@@ -172,10 +174,9 @@ def run_playbook(
             on_event(progress, event)
         return True  # keep the event in the artifacts
 
+    root = project_dir()
     envvars = {
-        "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
-        "ANSIBLE_COLLECTIONS_PATH": str(ROOT / "collections"),
-        "ANSIBLE_ROLES_PATH": str(ROOT / "roles"),
+        **project_ansible_env(root),
         "ANSIBLE_PYTHON_INTERPRETER": sys.executable,
         "ANSIBLE_NOCOLOR": "1",
         "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
@@ -189,7 +190,7 @@ def run_playbook(
     cmdline = shlex.join(args) if args else None
     r = ansible_runner.run(
         private_data_dir=str(private_dir),
-        project_dir=str(ROOT),
+        project_dir=str(root),
         playbook=playbook,
         inventory=str(Path(inventory).resolve()),
         extravars=extravars,

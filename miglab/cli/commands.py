@@ -75,15 +75,15 @@ def cmd_plan(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from miglab.adapters.inventory import DEFAULT_INVENTORY
     from miglab.adapters.lock import LabBusy, LabLock, lock_path
-    from miglab.adapters.runner import ROOT, artifacts_dir, run_playbook
+    from miglab.adapters.project import default_inventory, project_dir
+    from miglab.adapters.runner import artifacts_dir, run_playbook
     from miglab.core.schedule import fmt_duration
 
     campaign, lab = _load(args)  # validate first: nothing is touched on bad input
     _warn(campaign.warnings)
-    inventory = str(Path(args.inventory) if args.inventory else DEFAULT_INVENTORY)
-    results = Path(args.results_dir) if args.results_dir else ROOT / "results"
+    inventory = str(Path(args.inventory) if args.inventory else default_inventory())
+    results = Path(args.results_dir) if args.results_dir else project_dir() / "results"
     campaign_results = results / campaign.name
     command = "miglab run " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else "miglab run"
     if _has_runs(campaign_results) and not (args.resume or args.fresh or args.check):
@@ -94,7 +94,9 @@ def cmd_run(args) -> int:
         )
         return EXIT_INVALID
     try:
-        with LabLock(lock_path(inventory, ROOT / ".cache" / "locks"), inventory, command) as lk:
+        with LabLock(
+            lock_path(inventory, project_dir() / ".cache" / "locks"), inventory, command
+        ) as lk:
             if lk.took_over:
                 print(f"note: cleared a stale lock of {lk.took_over.describe()}", file=sys.stderr)
             if args.fresh and _has_runs(campaign_results):
@@ -268,14 +270,13 @@ def cmd_sim(args) -> int:
 
 
 def cmd_status(args) -> int:
-    from miglab.adapters.inventory import DEFAULT_INVENTORY
     from miglab.adapters.lock import lock_path, read
-    from miglab.adapters.runner import ROOT
+    from miglab.adapters.project import default_inventory, project_dir
 
-    inventory = str(Path(args.inventory) if args.inventory else DEFAULT_INVENTORY)
-    holder = read(lock_path(inventory, ROOT / ".cache" / "locks"))
+    inventory = str(Path(args.inventory) if args.inventory else default_inventory())
+    holder = read(lock_path(inventory, project_dir() / ".cache" / "locks"))
     print(f"lab {inventory}: " + (f"in use by {holder.describe()}" if holder else "idle"))
-    runs = sorted((ROOT / "artifacts").glob("*/artifacts/run/status"))
+    runs = sorted((project_dir() / "artifacts").glob("*/artifacts/run/status"))
     for status in runs[-5:]:
         folder = status.parent.parent.parent
         print(f"  {folder.name}: {status.read_text().strip()}")
@@ -489,6 +490,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Plan, build and benchmark MIG-backed vGPU labs on VMware vSphere.",
     )
     ap.add_argument("--version", action="version", version=f"miglab {__version__}")
+    ap.add_argument(
+        "--project-dir",
+        metavar="DIR",
+        help="the project folder: inventories, campaigns, results, artifacts, caches "
+        "(default: MIGLAB_PROJECT_DIR, else the current directory)",
+    )
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def campaign_cmd(name, help_, func):
@@ -604,6 +611,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.project_dir:
+        from miglab.adapters.project import ENV
+
+        folder = Path(args.project_dir)
+        if not folder.is_dir():
+            print(f"error: {args.project_dir}: --project-dir: not a folder", file=sys.stderr)
+            return EXIT_INVALID
+        os.environ[ENV] = str(folder.resolve())
     try:
         return args.func(args)
     except ValidationError as exc:

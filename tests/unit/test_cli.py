@@ -175,3 +175,23 @@ def test_gpu_inspect_sees_a_pending_mig_change(tmp_path):
     f.write_text(head + "MIG Mode" + tail)
     (gpu,) = json.loads(run_cli("gpu", "inspect", f, "--json").stdout)
     assert gpu["mig_mode_pending"] == "Enabled" and gpu["mig_change_pending"] is True
+
+
+# --- the project folder: the current directory, --project-dir or MIGLAB_PROJECT_DIR -------------
+def test_the_project_is_the_current_directory_not_the_package(tmp_path):
+    import shutil
+
+    r = run_cli("validate", SEED, cwd=tmp_path)  # no -i: the project's inventories/sim
+    assert r.returncode == 2
+    assert (
+        r.stderr.strip() == f"error: {tmp_path / 'inventories' / 'sim'}: (top): inventory not found"
+    )
+    shutil.copytree(ROOT / "inventories" / "sim", tmp_path / "inventories" / "sim")
+    r = run_cli("validate", SEED, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert str(tmp_path / "inventories" / "sim") in r.stdout
+    r = run_cli("--project-dir", tmp_path, "validate", SEED)  # from the checkout, another project
+    assert r.returncode == 0 and str(tmp_path / "inventories" / "sim") in r.stdout
+    r = run_cli("--project-dir", tmp_path / "missing", "validate", SEED)
+    assert r.returncode == 2
+    assert r.stderr.strip() == f"error: {tmp_path / 'missing'}: --project-dir: not a folder"

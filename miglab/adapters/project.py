@@ -1,0 +1,38 @@
+"""Where a miglab project lives: the current directory, or ``--project-dir`` /
+``MIGLAB_PROJECT_DIR``. A project holds what a run reads and writes -- ``ansible.cfg``,
+``inventories/``, ``campaigns/``, ``results/``, ``artifacts/``, ``.cache/`` (locks, the simulated
+lab) -- and nothing is found from the package's own location, so an installed miglab works in
+any folder (a checkout is a project too: run miglab from its root).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ENV = "MIGLAB_PROJECT_DIR"
+
+
+def project_dir() -> Path:
+    """The project folder: ``MIGLAB_PROJECT_DIR`` if set, else the current directory."""
+    return Path(os.environ.get(ENV) or os.getcwd()).resolve()
+
+
+def default_inventory() -> Path:
+    """The inventory a command uses without ``-i``: the project's simulated lab."""
+    return project_dir() / "inventories" / "sim"
+
+
+def ansible_env(root: Path | None = None) -> dict[str, str]:
+    """The project's Ansible settings for a child process: its ansible.cfg, and the collections
+    and roles folders it has (a checkout's ``collections/`` links the checkout as miglab.lab);
+    without them Ansible's own defaults apply (an installed collection)."""
+    root = root or project_dir()
+    env = {}
+    if (root / "ansible.cfg").is_file():
+        env["ANSIBLE_CONFIG"] = str(root / "ansible.cfg")
+    if (root / "collections").is_dir():
+        env["ANSIBLE_COLLECTIONS_PATH"] = str(root / "collections")
+    if (root / "roles").is_dir():
+        env["ANSIBLE_ROLES_PATH"] = str(root / "roles")
+    return env
