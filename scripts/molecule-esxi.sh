@@ -13,6 +13,9 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 export PATH="$ROOT/.venv/bin:$PATH"
+# Molecule installs the collection it tests into $ANSIBLE_HOME/collections (~/.ansible by default),
+# where a later ansible-lint would find that copy before the checkout's: keep it in the checkout.
+export ANSIBLE_HOME="$ROOT/.cache/ansible-home"
 LOGS=$ROOT/.cache/molecule/logs
 mkdir -p "$LOGS"
 log() { printf '[molecule-esxi] %s\n' "$*" >&2; }

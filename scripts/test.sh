@@ -59,7 +59,9 @@ lint() {
   echo "-- import-linter (the package's layers)"
   lint-imports --no-cache || return 1
   echo "-- ansible-lint (production profile)"
-  ansible-lint --offline --profile production
+  # Its own Ansible home: a copy of miglab.lab in ~/.ansible/collections (molecule of another
+  # checkout installs one there) would be linted instead of this checkout's.
+  ANSIBLE_HOME="$ROOT/.cache/ansible-home" ansible-lint --offline --profile production
 }
 
 part setup bash scripts/setup.sh test
