@@ -178,6 +178,59 @@ def mlperf_matrix(benchmarks, scenarios, runs):
     ]
 
 
+def mlperf_session_rounds(
+    matrix, options, barrier_prefix, models=None, extra_args=None, peer_vm_dirs=None
+):
+    """A wave's rounds for one guest's session (``python -m miglab.mlperf.guest.session``).
+
+    ``matrix``: the run matrix (``mlperf_matrix``); ``options``: the run options every round
+    shares (``mlperf_run_args``' keys but benchmark, scenario, run, barrier_dir and pack);
+    ``models``: benchmark -> model (else ``options.model``); ``barrier_prefix``: the guest path
+    each round's barrier folder starts with (``<prefix>-<index>``). ``peer_vm_dirs`` (resume):
+    the controller's folders of every VM of this campaign scenario; a round VALID in all of them
+    is skipped. Returns one entry per matrix item, in its order: None for a skipped round, else
+    ``{index, barrier_dir, tarball, argv}``.
+    """
+    items = _plain(matrix or [])
+    opts = _plain(options or {})
+    if not isinstance(opts, dict):
+        raise AnsibleFilterError("mlperf_session_rounds: options must be a dict")
+    own = sorted({"benchmark", "scenario", "run", "barrier_dir", "pack"} & set(opts))
+    if own:
+        raise AnsibleFilterError(f"mlperf_session_rounds: options set per round: {', '.join(own)}")
+    by_model = _plain(models or {})
+    peers = _plain(peer_vm_dirs) if peer_vm_dirs is not None else None
+    if isinstance(peers, str):
+        peers = [peers]
+    rounds = []
+    for index, item in enumerate(items):
+        bm, sc, run = str(item["benchmark"]), str(item["scenario"]), item["run"]
+        if peers is not None and mlperf_runs_valid(
+            [Path(str(d)) / bm / sc / "performance" / f"run_{run}" for d in peers]
+        ):
+            rounds.append(None)
+            continue
+        folder = f"{barrier_prefix}-{index}"
+        args = {
+            **opts,
+            "benchmark": bm,
+            "scenario": sc,
+            "run": run,
+            "model": by_model.get(bm, opts.get("model")),
+            "barrier_dir": folder,
+            "pack": f"{folder}/run.tar.gz",
+        }
+        rounds.append(
+            {
+                "index": index,
+                "barrier_dir": folder,
+                "tarball": f"{folder}/run.tar.gz",
+                "argv": mlperf_run_args(args, extra_args),
+            }
+        )
+    return rounds
+
+
 def mlperf_missing_runs(matrix, vm_dir):
     """The items of a run matrix (``mlperf_matrix``) whose logs under ``vm_dir`` (the controller's
     ``<results>/<campaign>/<scenario>/<vm>``) are missing or not VALID."""
@@ -228,5 +281,6 @@ class FilterModule:
             "mlperf_runs_valid": mlperf_runs_valid,
             "mlperf_matrix": mlperf_matrix,
             "mlperf_missing_runs": mlperf_missing_runs,
+            "mlperf_session_rounds": mlperf_session_rounds,
             "mlperf_verify_run": mlperf_verify_run,
         }

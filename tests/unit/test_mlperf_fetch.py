@@ -117,7 +117,7 @@ def test_fetch_writes_a_manifest_for_an_older_guest(lab):
     guest_run, controller_run, run = lab  # the guest's miglab wrote no manifest
     res = run()
     assert res.returncode == 0, res.stdout + res.stderr
-    assert '"wrote_manifest": true' in res.stdout
+    assert "wrote_manifest: true" in res.stdout
     assert verify_run(controller_run) == [] and staging(controller_run) == []
     assert not (guest_run / MANIFEST).exists()
 

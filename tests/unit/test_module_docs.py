@@ -21,9 +21,16 @@ class _Captured(Exception):
 
 
 def _spec_of(name: str) -> dict:
+    """The module and its argument spec; an action plugin's (``ARGS``) when the module file only
+    documents it."""
     sys.path.insert(0, str(ROOT / "collections"))
     try:
         mod = importlib.import_module(f"ansible_collections.miglab.lab.plugins.modules.{name}")
+        if (ROOT / "plugins" / "action" / f"{name}.py").is_file():
+            action = importlib.import_module(
+                f"ansible_collections.miglab.lab.plugins.action.{name}"
+            )
+            return mod, action.ARGS
     finally:
         sys.path.pop(0)
 

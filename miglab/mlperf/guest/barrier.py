@@ -2,17 +2,20 @@
 
 A run (``python -m miglab.mlperf.run --barrier-dir DIR``) keeps its state in ``DIR``:
 
-- ``pid``: the run's process;
-- ``state``: ``ready`` once the SUT is loaded, then ``done <exit status>`` when the run has
-  ended (its logs written, and packed with ``--pack``), or ``failed: <why>``;
+- ``pid``: the run's process (a wave's session: :mod:`miglab.mlperf.guest.session`);
+- ``state``: ``pending`` while a session has earlier rounds to run, ``ready`` once the SUT is
+  loaded, then ``done <exit status>`` when the run has ended (its logs written, and packed with
+  ``--pack``), or ``failed: <why>``;
 - ``go``: written by the controller once every guest is ready: the start moment (epoch seconds).
 
-``python -m miglab.mlperf.guest.barrier release DIR START_AT [--timeout S]`` writes ``go`` and
-waits, in
-the guest, until the run has ended -- one call per run and guest, instead of the controller
-polling each guest. It prints one JSON line (``state``, ``rc``, ``line``) and exits 0 when the
-run ended (VALID or not: the logs say which), 1 when it failed or its process vanished without a
-result, 2 when it did not end within the timeout.
+Two commands, each one call per run and guest instead of the controller polling each guest; each
+prints one JSON line (``state``, ``rc``, ``line``):
+
+- ``python -m miglab.mlperf.guest.barrier ready DIR [--timeout S]`` waits until the run's SUT is
+  ready; exits 0 when it is, 1 when the run failed, its process vanished or the timeout passed.
+- ``python -m miglab.mlperf.guest.barrier release DIR START_AT [--timeout S]`` writes ``go`` and
+  waits until the run has ended; exits 0 when it ended (VALID or not: the logs say which), 1 when
+  it failed, its process vanished without a result or it did not end within the timeout.
 """
 
 from __future__ import annotations
@@ -31,6 +34,10 @@ STATE, GO, PID = "state", "go", "pid"
 
 class BarrierTimeout(Exception):
     pass
+
+
+class BarrierStopped(Exception):
+    """The controller asked the session to stop (its stop file appeared)."""
 
 
 def write_state(folder: str | Path, text: str) -> None:
@@ -52,28 +59,37 @@ def write_pid(folder: str | Path) -> None:
     (Path(folder) / PID).write_text(f"{os.getpid()}\n", encoding="utf-8")
 
 
-def clean_ended(parent: str | Path, keep: str | Path) -> list[Path]:
+def clean_ended(parent: str | Path, keep) -> list[Path]:
     """Remove the barrier folders in ``parent`` (earlier rounds in this guest) whose run has
-    ended, all but ``keep``: the controller fetched their tarballs before this round began."""
+    ended, or whose process is gone (a killed session's later rounds), all but ``keep``: the
+    controller fetched their tarballs before this round began. ``keep``: a folder, or several
+    (a session's own rounds)."""
     import shutil
 
     removed = []
-    keep = Path(keep).resolve()
+    keeps = [keep] if isinstance(keep, (str, Path)) else list(keep)
+    kept = {Path(k).resolve() for k in keeps}
     for folder in Path(parent).iterdir():
-        if folder.is_dir() and folder.resolve() != keep:
+        if folder.is_dir() and folder.resolve() not in kept:
             state = read_state(folder)
-            if state.startswith(("done", "failed")):
+            pid = _pid(folder)
+            if state.startswith(("done", "failed")) or (pid is not None and not pid_alive(pid)):
                 shutil.rmtree(folder, ignore_errors=True)
                 removed.append(folder)
     return removed
 
 
-def await_go(folder: str | Path, timeout: float, poll: float = 0.05) -> float:
-    """Say ready in ``folder``, then wait for the controller's go file; its start moment."""
+def await_go(
+    folder: str | Path, timeout: float, poll: float = 0.05, stop: str | Path | None = None
+) -> float:
+    """Say ready in ``folder``, then wait for the controller's go file; its start moment.
+    BarrierStopped when the ``stop`` file appears first."""
     folder = Path(folder)
     write_state(folder, "ready")
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        if stop is not None and Path(stop).exists():
+            raise BarrierStopped(f"stopped by the controller ({stop})")
         try:
             text = (folder / GO).read_text(encoding="utf-8").strip()
         except FileNotFoundError:
@@ -129,11 +145,51 @@ def wait_done(folder: str | Path, timeout: float, poll: float = 0.2) -> dict:
         time.sleep(poll)
 
 
+def wait_ready(folder: str | Path, timeout: float, poll: float = 0.1) -> dict:
+    """Wait until the run in ``folder`` says ready: ``{"state", "rc", "line"}`` with state
+    ``ready``, ``failed`` (or ended: ``done``) -- or BarrierTimeout."""
+    folder = Path(folder)
+    deadline = time.monotonic() + timeout
+    gone_since = None
+    while True:
+        state = read_state(folder)
+        if state == "ready":
+            return {"state": "ready", "rc": None, "line": state}
+        if state.startswith("failed"):
+            return {"state": "failed", "rc": None, "line": state}
+        if state.startswith("done"):
+            line = f"failed: ended before its start ({state})"
+            return {"state": "failed", "rc": None, "line": line}
+        pid = _pid(folder)
+        if pid is not None and not pid_alive(pid):
+            gone_since = gone_since or time.monotonic()
+            if time.monotonic() - gone_since > 1.0:
+                return {
+                    "state": "failed",
+                    "rc": None,
+                    "line": f"failed: the run's process ({pid}) ended before its SUT was ready",
+                }
+        if time.monotonic() >= deadline:
+            raise BarrierTimeout(f"the run's SUT was not ready within {timeout:.0f} s ({folder})")
+        time.sleep(poll)
+
+
+def _answer(result: dict, ok_state: str) -> int:
+    print(json.dumps(result))
+    if result["state"] == ok_state:
+        return EXIT_OK
+    print(result["line"], file=sys.stderr)
+    return EXIT_FAIL
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
     p = argparse.ArgumentParser(prog="python -m miglab.mlperf.guest.barrier")
     sub = p.add_subparsers(dest="cmd", required=True)
+    w = sub.add_parser("ready", help="wait until the run's SUT is ready")
+    w.add_argument("dir", metavar="DIR")
+    w.add_argument("--timeout", type=float, default=900.0, help="seconds (default 900)")
     r = sub.add_parser("release", help="write the start moment, then wait until the run ended")
     r.add_argument("dir", metavar="DIR")
     r.add_argument("start_at", metavar="START_AT", type=float)
@@ -142,21 +198,14 @@ def main(argv: list[str] | None = None) -> int:
     folder = Path(a.dir)
     if not folder.is_dir():
         line = f"failed: no barrier folder {folder}"
-        print(json.dumps({"state": "failed", "rc": None, "line": line}))
-        print(line, file=sys.stderr)
-        return EXIT_FAIL
-    release(folder, a.start_at)
+        return _answer({"state": "failed", "rc": None, "line": line}, "")
     try:
-        result = wait_done(folder, a.timeout)
+        if a.cmd == "ready":
+            return _answer(wait_ready(folder, a.timeout), "ready")
+        release(folder, a.start_at)
+        return _answer(wait_done(folder, a.timeout), "done")
     except BarrierTimeout as exc:
-        print(json.dumps({"state": "timeout", "rc": None, "line": str(exc)}))
-        print(str(exc), file=sys.stderr)
-        return EXIT_FAIL
-    print(json.dumps(result))
-    if result["state"] == "done":
-        return EXIT_OK
-    print(result["line"], file=sys.stderr)
-    return EXIT_FAIL
+        return _answer({"state": "timeout", "rc": None, "line": str(exc)}, "")
 
 
 if __name__ == "__main__":

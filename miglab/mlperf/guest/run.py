@@ -215,13 +215,17 @@ def wait_for(start_at: float) -> dict:
     }
 
 
-def await_go(folder: Path, timeout: float) -> float:
+class NoStartMoment(BackendError):
+    """The controller did not release the barrier within its timeout."""
+
+
+def await_go(folder: Path, timeout: float, stop: Path | None = None) -> float:
     """Say ready in ``folder``, then wait for the controller's go file; its start moment."""
     progress(f"ready; waiting for the start moment ({folder / 'go'})")
     try:
-        return barrier_lib.await_go(folder, timeout)
+        return barrier_lib.await_go(folder, timeout, stop=stop)
     except barrier_lib.BarrierTimeout as exc:
-        raise BackendError(str(exc)) from None
+        raise NoStartMoment(str(exc)) from None
 
 
 def pack(run_dir: Path, tarball: str | Path) -> Path:
@@ -238,23 +242,86 @@ def pack(run_dir: Path, tarball: str | Path) -> Path:
     return atomic_write_with(tarball, fill)
 
 
-def main(argv=None) -> int:
-    a = build_parser().parse_args(argv)
-    if a.scenario == "Server":
-        sys.setswitchinterval(0.001)  # batcher and completion threads get the GIL sooner
-    backend = None
+class SutPool:
+    """Prepared backends, by their settings: a wave's session (:mod:`miglab.mlperf.guest.session`)
+    prepares each benchmark's SUT once and runs every round with it. ``keep`` bounds how many stay
+    prepared at once (the least recently used is closed first); a single run keeps one."""
+
+    def __init__(self, keep: int = 1):
+        self.keep = max(1, int(keep))
+        self._ready: dict[str, object] = {}
+
+    @staticmethod
+    def key(backend: str, settings) -> str:
+        import json
+        from dataclasses import asdict
+
+        return json.dumps([backend, asdict(settings)], sort_keys=True, default=str)
+
+    def get(self, backend: str, settings):
+        """The backend prepared with ``settings``; prepared now unless it already is."""
+        k = self.key(backend, settings)
+        if k in self._ready:
+            self._ready[k] = self._ready.pop(k)  # most recently used last
+            return self._ready[k]
+        while len(self._ready) >= self.keep:
+            self._ready.pop(next(iter(self._ready))).close()
+        b = get_backend(backend)
+        try:
+            b.prepare(settings)
+        except BaseException:
+            b.close()
+            raise
+        self._ready[k] = b
+        return b
+
+    def __len__(self) -> int:
+        return len(self._ready)
+
+    def close(self) -> None:
+        while self._ready:
+            self._ready.pop(next(iter(self._ready))).close()
+
+
+def result_line(meta: dict, scenario: str, mode: str) -> str:
+    """The one-line summary of a run's ``miglab_run.json``."""
+    res = meta.get("loadgen") or {}
+    value = res.get("value")
+    line = (
+        f"{res.get('validity') or 'NO RESULT'} {meta['benchmark']} {scenario} {mode}: "
+        f"{res.get('metric')} = {value if value is not None else '-'}"
+    )
+    if meta.get("fidelity"):
+        line += f" (raw {meta['raw_throughput']:.1f}, fidelity {meta['fidelity']:.4f})"
+    if meta.get("accuracy"):
+        acc = meta["accuracy"]
+        line = f"ACCURACY {res.get('validity')} {meta['benchmark']} {scenario}: " + (
+            f"top1 = {acc['top1']}" if acc.get("top1") is not None else acc.get("note", "")
+        )
+    if scenario == "Server" and res.get("p99_latency_ms") is not None:
+        line += f" p99 {res['p99_latency_ms']:.2f} ms"
+    return line
+
+
+def run_round(a: argparse.Namespace, pool: SutPool, stop: Path | None = None) -> int:
+    """One run (parsed options ``a``) with a backend from ``pool``; its exit status (see the
+    module's docstring). ``stop`` (a session's round): a file whose appearance ends the wait for
+    the start moment; the session, not the round, cleans the earlier barrier folders."""
+    import json
+
     barrier = Path(a.barrier_dir) if a.barrier_dir else None
     try:
         if barrier is not None:
             barrier.mkdir(parents=True, exist_ok=True)
             barrier_lib.write_pid(barrier)
-            barrier_lib.clean_ended(barrier.parent, keep=barrier)
+            if stop is None:
+                barrier_lib.clean_ended(barrier.parent, keep=barrier)
         settings = settings_from_args(a)
-        backend = get_backend(a.backend)
-        backend.prepare(settings)
+        backend = pool.get(a.backend, settings)
+        backend.barrier = None
         start_at = a.start_at
         if barrier is not None:
-            start_at = await_go(barrier, a.barrier_timeout)
+            start_at = await_go(barrier, a.barrier_timeout, stop)
         if start_at is not None:
             backend.barrier = wait_for(start_at)
         run_dir = backend.run(a.benchmark, a.scenario, a.mode, a.out, a.run)
@@ -262,33 +329,16 @@ def main(argv=None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         if barrier is not None:
             barrier_lib.write_state(barrier, f"failed: {' '.join(str(exc).split())}")
+        if isinstance(exc, NoStartMoment) and stop is not None:
+            raise  # a session: the controller is gone, the later rounds need not wait
         return EXIT_INVALID
     except BaseException as exc:  # the controller must not wait for a dead SUT
         if barrier is not None and barrier.is_dir():
             barrier_lib.write_state(barrier, f"failed: {type(exc).__name__}: {exc}")
         raise
-    finally:
-        if backend is not None:
-            backend.close()
-    import json
-
     meta = json.loads((run_dir / "miglab_run.json").read_text(encoding="utf-8"))
     res = meta.get("loadgen") or {}
-    value = res.get("value")
-    line = (
-        f"{res.get('validity') or 'NO RESULT'} {meta['benchmark']} {a.scenario} {a.mode}: "
-        f"{res.get('metric')} = {value if value is not None else '-'}"
-    )
-    if meta.get("fidelity"):
-        line += f" (raw {meta['raw_throughput']:.1f}, fidelity {meta['fidelity']:.4f})"
-    if meta.get("accuracy"):
-        acc = meta["accuracy"]
-        line = f"ACCURACY {res.get('validity')} {meta['benchmark']} {a.scenario}: " + (
-            f"top1 = {acc['top1']}" if acc.get("top1") is not None else acc.get("note", "")
-        )
-    if a.scenario == "Server" and res.get("p99_latency_ms") is not None:
-        line += f" p99 {res['p99_latency_ms']:.2f} ms"
-    print(f"{line} -> {run_dir}")
+    print(f"{result_line(meta, a.scenario, a.mode)} -> {run_dir}", flush=True)
     rc = EXIT_OK
     if not res.get("valid"):
         reasons = res.get("reasons") or ["LoadGen did not say VALID"]
@@ -305,6 +355,17 @@ def main(argv=None) -> int:
     if barrier is not None:
         barrier_lib.write_state(barrier, f"done {rc}")
     return rc
+
+
+def main(argv=None) -> int:
+    a = build_parser().parse_args(argv)
+    if a.scenario == "Server":
+        sys.setswitchinterval(0.001)  # batcher and completion threads get the GIL sooner
+    pool = SutPool(keep=1)
+    try:
+        return run_round(a, pool)
+    finally:
+        pool.close()
 
 
 if __name__ == "__main__":
