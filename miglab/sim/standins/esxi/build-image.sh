@@ -7,7 +7,7 @@
 # As root on Debian 12 (podman). MIGLAB_REBUILD_IMAGES=1 forces a rebuild.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-ROOT=$(cd "$HERE/../../.." && pwd)
+ROOT=$(cd "$HERE/../../../.." && pwd)  # the checkout: miglab/sim/standins/esxi
 IMAGE=${MIGLAB_ESXI_STANDIN_IMAGE:-localhost/miglab-esxi-standin:latest}
 STAMP=$ROOT/.cache/images/miglab-esxi-standin.stamp
 KEY=$ROOT/.cache/esxi-standin/id_ed25519
