@@ -1,5 +1,7 @@
 #!/usr/bin/python
-"""Ansible module miglab.lab.campaign_plan: validate a campaign and return its plan."""
+"""Ansible module miglab.lab.campaign_plan: validate a campaign and return its plan (an action
+plugin, plugins/action/campaign_plan.py: it reads the lab inventory with ansible-core itself, which
+runs only in the controller's process)."""
 
 from __future__ import annotations
 
@@ -28,6 +30,8 @@ options:
     required: true
 notes:
   - Requires the C(miglab) Python package on the controller.
+  - An action plugin, run in the controller's own process; the lab inventory is read with
+    ansible-core's inventory and variable managers, as C(ansible-playbook) reads it.
 attributes:
   check_mode:
     support: full
@@ -77,41 +81,3 @@ problems:
   type: list
   elements: str
 """
-
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-
-try:
-    from miglab.adapters.inventory import load_checked
-    from miglab.core.planning import plan_campaign
-    from miglab.errors import ValidationError
-
-    HAS_MIGLAB = True
-except ImportError:
-    HAS_MIGLAB = False
-
-
-def main() -> None:
-    module = AnsibleModule(
-        argument_spec={
-            "campaign": {"type": "path", "required": True},
-            "inventory": {"type": "path", "required": True},
-        },
-        supports_check_mode=True,
-    )
-    if not HAS_MIGLAB:
-        module.fail_json(
-            msg="the miglab Python package is required on the controller (pip install miglab)"
-        )
-    try:
-        campaign, lab = load_checked(module.params["campaign"], module.params["inventory"])
-        plan = plan_campaign(campaign, lab).as_json()
-    except ValidationError as exc:
-        lines = [str(p) for p in exc.problems]
-        module.fail_json(msg="invalid input:\n" + "\n".join(lines), problems=lines)
-    for w in campaign.warnings:
-        module.warn(w)
-    module.exit_json(changed=False, plan=plan, validation_warnings=list(campaign.warnings))
-
-
-if __name__ == "__main__":
-    main()

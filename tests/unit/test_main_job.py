@@ -194,3 +194,31 @@ def test_a_second_run_against_a_lab_in_use_is_refused(tmp_path):
         holder.kill()
         holder.wait()
         path.unlink(missing_ok=True)
+
+
+def test_campaign_plan_runs_inside_a_play(tmp_path):
+    """miglab.lab.campaign_plan reads the lab inventory with ansible-core: it must run in the
+    controller's process (an action plugin), where a module's process cannot import ansible-core
+    (a module failed with "No module named 'ansible.module_utils.common.sentinel'")."""
+    import os
+    from pathlib import Path
+
+    play = tmp_path / "plan.yml"
+    play.write_text(
+        "- name: Plan\n  hosts: localhost\n  gather_facts: false\n  tasks:\n"
+        "    - name: Validate and plan the seed\n      miglab.lab.campaign_plan:\n"
+        f"        campaign: {SEED}\n        inventory: {ROOT / 'inventories/sim/hosts.yml'}\n"
+        "      register: plan\n"
+        "    - name: Show it\n      ansible.builtin.debug:\n"
+        "        msg: \"scenarios {{ plan.plan.scenarios | map(attribute='id') | join(',') }}\"\n"
+    )
+    (tmp_path / "hosts.yml").write_text("all:\n  hosts:\n    localhost:\n")
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    res = subprocess.run(
+        [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp_path / "hosts.yml"),
+         "-c", "local",
+         "-e", f"ansible_python_interpreter={sys.executable}", str(play)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "scenarios s1,s2,s3,s4,s5,s6,s7,s8" in res.stdout
