@@ -231,6 +231,27 @@ def mlperf_session_rounds(
     return rounds
 
 
+def mlperf_known_ready(release_result, barrier_dir):
+    """True when the previous round's release answer (the registered result of
+    ``miglab.mlperf.guest.barrier release --next``) said that round ``barrier_dir`` is ready
+    already: the controller need not ask the guest again (phase 1 of its barrier is met)."""
+    import json
+
+    result = _plain(release_result or {})
+    if not isinstance(result, dict) or result.get("rc") != 0 or not barrier_dir:
+        return False
+    lines = str(result.get("stdout") or "").strip().splitlines()
+    try:
+        answer = json.loads(lines[-1]) if lines else {}
+    except ValueError:
+        return False
+    return (
+        isinstance(answer, dict)
+        and answer.get("next") == "ready"
+        and answer.get("next_dir") == str(barrier_dir)
+    )
+
+
 def mlperf_missing_runs(matrix, vm_dir):
     """The items of a run matrix (``mlperf_matrix``) whose logs under ``vm_dir`` (the controller's
     ``<results>/<campaign>/<scenario>/<vm>``) are missing or not VALID."""
@@ -282,5 +303,6 @@ class FilterModule:
             "mlperf_matrix": mlperf_matrix,
             "mlperf_missing_runs": mlperf_missing_runs,
             "mlperf_session_rounds": mlperf_session_rounds,
+            "mlperf_known_ready": mlperf_known_ready,
             "mlperf_verify_run": mlperf_verify_run,
         }

@@ -69,8 +69,16 @@ def test_a_session_runs_every_round_with_one_prepared_sut(tmp_path):
         assert (rc, state["state"]) == (0, "ready"), (state, (tmp_path / "w.log").read_text())
         if n == 1:  # the second round waits its turn: pending, its process alive
             assert barrier.read_state(tmp_path / ".barrier" / "w-2") == "pending"
-        rc, end = _barrier("release", str(folder), f"{time.time() + 0.2}", "--timeout", "120")
+        nxt = str(tmp_path / ".barrier" / "w-2") if n == 1 else ""
+        rc, end = _barrier(
+            "release", str(folder), f"{time.time() + 0.5}", "--timeout", "120", "--next", nxt
+        )
         assert (rc, end["state"], end["rc"]) == (0, "done", 0), end
+        assert end["lead_s"] <= 0.5
+        if n == 1:  # the SUT is prepared already: the next round is ready as this one ends
+            assert (end["next"], end["next_dir"]) == ("ready", nxt), end
+        else:
+            assert "next" not in end
         assert (folder / "run.tar.gz").is_file()
     first, second = _meta(tmp_path, 1), _meta(tmp_path, 2)
     assert first["loadgen"]["validity"] == second["loadgen"]["validity"] == "VALID"
@@ -190,3 +198,20 @@ def test_the_rounds_filter_gives_each_round_its_barrier_and_skips_valid_ones(tmp
 
     with pytest.raises(AnsibleFilterError, match="set per round: run"):
         rounds_of(matrix, {**opts, "run": 1}, "/g/w")
+
+
+def test_a_round_said_ready_by_the_previous_answer_is_not_asked_again():
+    sys.path.insert(0, str(ROOT / "collections"))
+    try:
+        from ansible_collections.miglab.lab.plugins.filter.mlperf import mlperf_known_ready
+    finally:
+        sys.path.pop(0)
+    answer = {"state": "done", "rc": 0, "next": "ready", "next_dir": "/g/w-1"}
+    ended = {"rc": 0, "stdout": json.dumps(answer)}
+    assert mlperf_known_ready(ended, "/g/w-1")
+    assert not mlperf_known_ready(ended, "/g/w-2")  # another round's answer
+    pending = {"rc": 0, "stdout": json.dumps({**answer, "next": "pending"})}
+    assert not mlperf_known_ready(pending, "/g/w-1")
+    assert not mlperf_known_ready({"rc": 1, "stdout": json.dumps(answer)}, "/g/w-1")
+    assert not mlperf_known_ready(None, "/g/w-1")
+    assert not mlperf_known_ready({"rc": 0, "stdout": "not json"}, "/g/w-1")

@@ -13,9 +13,12 @@ prints one JSON line (``state``, ``rc``, ``line``):
 
 - ``python -m miglab.mlperf.guest.barrier ready DIR [--timeout S]`` waits until the run's SUT is
   ready; exits 0 when it is, 1 when the run failed, its process vanished or the timeout passed.
-- ``python -m miglab.mlperf.guest.barrier release DIR START_AT [--timeout S]`` writes ``go`` and
-  waits until the run has ended; exits 0 when it ended (VALID or not: the logs say which), 1 when
-  it failed, its process vanished without a result or it did not end within the timeout.
+- ``python -m miglab.mlperf.guest.barrier release DIR START_AT [--timeout S] [--next DIR2]``
+  writes ``go`` and waits until the run has ended; exits 0 when it ended (VALID or not: the logs
+  say which), 1 when it failed, its process vanished without a result or it did not end within
+  the timeout. Its answer also holds ``lead_s`` (how far ahead of the start moment ``go`` was
+  written) and, with ``--next``, ``next``: the state of the session's next round (``ready`` when
+  its SUT is, so the controller need not ask again).
 """
 
 from __future__ import annotations
@@ -102,11 +105,25 @@ def await_go(
     raise BarrierTimeout(f"no start moment from the controller in {timeout:.0f} s ({folder / GO})")
 
 
-def release(folder: str | Path, start_at: float) -> None:
+def release(folder: str | Path, start_at: float) -> float:
+    """Write the start moment; how many seconds ahead of it it was written (the lead: the
+    controller's margin less the time it took to hand the moment to this guest)."""
     folder = Path(folder)
     tmp = folder / f"{GO}.tmp"
     tmp.write_text(f"{start_at}\n", encoding="utf-8")
     os.replace(tmp, folder / GO)
+    return round(start_at - time.time(), 3)
+
+
+def next_state(folder: str | Path, wait: float, poll: float = 0.02) -> str:
+    """The state of a session's next round once it is ``ready`` or has failed, else after
+    ``wait`` seconds (``pending``: its SUT is still being prepared)."""
+    deadline = time.monotonic() + wait
+    while True:
+        state = read_state(folder)
+        if state == "ready" or state.startswith("failed") or time.monotonic() >= deadline:
+            return state or "pending"
+        time.sleep(poll)
 
 
 def _pid(folder: Path) -> int | None:
@@ -194,6 +211,13 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("dir", metavar="DIR")
     r.add_argument("start_at", metavar="START_AT", type=float)
     r.add_argument("--timeout", type=float, default=3600.0, help="seconds (default 3600)")
+    r.add_argument(
+        "--next",
+        metavar="NEXT_DIR",
+        help="a session's next round: once the run has ended, say whether its SUT is ready "
+        "(the answer's next; the controller then need not ask)",
+    )
+    r.add_argument("--next-wait", type=float, default=1.0, help="seconds (default 1)")
     a = p.parse_args(argv)
     folder = Path(a.dir)
     if not folder.is_dir():
@@ -202,8 +226,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if a.cmd == "ready":
             return _answer(wait_ready(folder, a.timeout), "ready")
-        release(folder, a.start_at)
-        return _answer(wait_done(folder, a.timeout), "done")
+        lead = release(folder, a.start_at)
+        result = {**wait_done(folder, a.timeout), "lead_s": lead}
+        if a.next and result["state"] == "done":
+            result.update(next=next_state(a.next, a.next_wait), next_dir=a.next)
+        return _answer(result, "done")
     except BarrierTimeout as exc:
         return _answer({"state": "timeout", "rc": None, "line": str(exc)}, "")
 
