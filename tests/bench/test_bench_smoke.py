@@ -133,3 +133,26 @@ def test_bench_main_job_smoke(tmp_path):
     assert (logs / "first-run.log").is_file() and (logs / "repeat-run.log").is_file()
     assert (clone / ".git").is_dir()
     assert not (clone / ".venv").exists() and not (clone / ".cache").exists()
+
+
+def test_job_split_reads_ansible_runner_events(tmp_path):
+    """bench/job_split.py on three tasks' events as ansible-runner writes them: each task's time
+    runs to the next task's start, the last to the playbook's end; parts sum to the wall time."""
+    events = tmp_path / "job_events"
+    events.mkdir()
+    rows = [
+        ("playbook_on_task_start", "2026-12-02T03:00:00.000000", "miglab.lab.mlperf",
+         "Release the barrier and wait in the guest until the run has ended"),
+        ("playbook_on_task_start", "2026-12-02T03:00:05.000000", "miglab.lab.guest_base",
+         "Start Docker"),
+        ("playbook_on_task_start", "2026-12-02T03:00:07.500000", "", "Power the wave's VMs off"),
+        ("playbook_on_stats", "2026-12-02T03:00:08.000000", "", ""),
+    ]  # fmt: skip
+    for i, (kind, created, role, task) in enumerate(rows, 1):
+        ev = {"event": kind, "created": created, "event_data": {"role": role, "task": task}}
+        (events / f"{i}-{kind}.json").write_text(json.dumps(ev))
+    out = run_bench("job_split.py", tmp_path).stdout
+    assert "wall time 8 s" in out
+    assert "| mlperf: release + run + pack | 5 |" in out
+    assert "| guest roles | 2 |" in out  # 2.5 s, rounded to even
+    assert "| everything else | 0 |" in out
