@@ -120,6 +120,32 @@ def smoke(args) -> int:
     return 0 if rc1 == 0 and rc2 == 0 else 1
 
 
+def split_lines(clone: Path) -> list[str]:
+    """The newest `miglab run`'s split by part (bench/job_split.py on its job events)."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from job_split import load, split
+
+    runs = sorted(
+        (clone / "artifacts").glob("*/artifacts/*/job_events"), key=lambda p: p.stat().st_mtime
+    )
+    if not runs:
+        return []
+    per_task, parts, total = split(load(runs[-1].parent))
+    out = [
+        f"From ansible-runner's job events (`python bench/job_split.py {runs[-1].parent}`): "
+        f"{sum(n for _, n in per_task.values())} tasks, {total:.0f} s from the first task's "
+        "start to the playbook's end; each task counts until the next one starts.",
+        "",
+        "| part | seconds |",
+        "| --- | ---: |",
+    ]
+    out += [f"| {k} | {v:.0f} |" for k, v in sorted(parts.items(), key=lambda kv: -kv[1])]
+    out += ["", "| slowest tasks (role: task) | runs | seconds |", "| --- | ---: | ---: |"]
+    top = sorted(per_task.items(), key=lambda kv: -kv[1][0])[:15]
+    out += [f"| {name} | {n} | {secs:.0f} |" for name, (secs, n) in top]
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--clone", help="default /tmp/miglab-bench-clone (--smoke: a temporary one)")
@@ -152,6 +178,7 @@ def main() -> int:
     os.environ["MIGLAB_REBUILD_IMAGES"] = "1"
     rc1, t1 = run(["bash", "scripts/demo.sh", args.campaign], clone, logs / "first-run.log")
     os.environ.pop("MIGLAB_REBUILD_IMAGES")
+    first_split = split_lines(clone)
     rc2, t2 = run(["bash", "scripts/demo.sh", args.campaign], clone, logs / "repeat-run.log")
     report = clone / "results" / Path(args.campaign).stem / "report"
     name = json.loads(
@@ -189,6 +216,8 @@ def main() -> int:
         "`bench/results-main-job/report/`.",
         "",
     ]
+    if first_split:
+        lines += ["## Where the first run's `miglab run` spent its time", "", *first_split, ""]
     if table:
         lines += ["## The report (as generated)", "", table]
     out = Path(args.results) if args.results else OUT
