@@ -301,3 +301,43 @@ def nvidia_runtime_settings(
     if cdi:
         settings["features"] = {"cdi": True}
     return settings
+
+
+# --- local .deb files ------------------------------------------------------------------------
+# Debian's file name of a binary package is <package>_<version>_<architecture>.deb (Debian
+# Policy 4.x, and what dpkg-name writes; an epoch's colon may appear as %3a).
+_DEB_NAME_RE = re.compile(
+    r"^(?P<package>[a-z0-9][a-z0-9+.-]+)_(?P<version>[^_/]+)_(?P<arch>[a-z0-9-]+)\.deb$"
+)
+
+
+def deb_name_version(filename: str) -> tuple | None:
+    """``(package, version)`` from a .deb's Debian file name; None for any other name."""
+    m = _DEB_NAME_RE.match(filename.rsplit("/", 1)[-1])
+    if not m:
+        return None
+    return m.group("package"), m.group("version").replace("%3a", ":").replace("%3A", ":")
+
+
+def parse_dpkg_query(text: str) -> dict:
+    """``dpkg-query -W -f '${Package}\\t${Version}\\t${db:Status-Abbrev}\\n' PKG...`` -> installed
+    packages ``{package: version}`` (status ``ii``: installed and configured)."""
+    installed = {}
+    for line in (text or "").splitlines():
+        parts = line.split("\t")
+        if len(parts) >= 3 and parts[2].startswith("ii"):
+            installed[parts[0]] = parts[1]
+    return installed
+
+
+def debs_to_install(debs: list, dpkg_query_text: str) -> list:
+    """The items of a .deb list (``{src|url, ...}``, in install order) that are not installed at
+    the version their file name says; an item whose file name is not Debian's stays in. Keeps
+    the order: a dependency comes before what needs it."""
+    installed = parse_dpkg_query(dpkg_query_text)
+    todo = []
+    for item in debs:
+        nv = deb_name_version(str(item.get("src") or item.get("url") or ""))
+        if nv is None or installed.get(nv[0]) != nv[1]:
+            todo.append(item)
+    return todo

@@ -487,3 +487,24 @@ def test_the_standins_captures_are_the_fixtures():
     captures = STANDINS / "grid-driver" / "captures"
     for name in ("h200-q.txt", "h200-nvidia-smi.txt"):
         assert (captures / name).read_bytes() == (FIXTURES / name).read_bytes(), name
+
+
+def test_only_debs_not_installed_at_their_version_are_installed():
+    from miglab_guest import deb_name_version, debs_to_install
+
+    base = {"src": "files/nvidia-container-toolkit-base_1.17.8-1_amd64.deb", "checksum": "x"}
+    tool = {"src": "files/nvidia-container-toolkit_1.17.8-1_amd64.deb", "checksum": "y"}
+    odd = {"url": "https://example.test/toolkit-latest.deb", "checksum": "z"}
+    assert deb_name_version(base["src"]) == ("nvidia-container-toolkit-base", "1.17.8-1")
+    assert deb_name_version("libfoo_1%3a2.0-1_amd64.deb") == ("libfoo", "1:2.0-1")
+    assert deb_name_version("toolkit-latest.deb") is None
+    # dpkg-query -W -f '${Package}\t${Version}\t${db:Status-Abbrev}\n' (Debian 12's dpkg 1.21)
+    query = (
+        "nvidia-container-toolkit-base\t1.17.8-1\tii \nnvidia-container-toolkit\t1.17.7-1\tii \n"
+    )
+    assert debs_to_install([base, tool, odd], query) == [tool, odd]
+    assert debs_to_install([base, tool], "nvidia-container-toolkit\t1.17.8-1\trc \n") == [
+        base,
+        tool,
+    ]
+    assert debs_to_install([base], query) == []
