@@ -133,62 +133,63 @@ def _pid(folder: Path) -> int | None:
         return None
 
 
-def wait_done(folder: str | Path, timeout: float, poll: float = 0.2) -> dict:
-    """Wait until the run in ``folder`` has ended: ``{"state", "rc", "line"}``; ``rc`` is the
-    run's exit status, None when it failed without one."""
-    folder = Path(folder)
+def _watch(folder: Path, timeout: float, poll: float, settle, gone: str, late: str) -> dict:
+    """Poll ``folder``'s state until ``settle(state)`` gives an answer; a failed run, a process
+    gone without one (``gone``) and the timeout (``late``) end the wait as well."""
     deadline = time.monotonic() + timeout
     gone_since = None
     while True:
         state = read_state(folder)
-        if state.startswith("done"):
-            parts = state.split()
-            rc = int(parts[1]) if len(parts) > 1 and parts[1].lstrip("-").isdigit() else None
-            return {"state": "done", "rc": rc, "line": state}
         if state.startswith("failed"):
             return {"state": "failed", "rc": None, "line": state}
+        answer = settle(state)
+        if answer is not None:
+            return answer
         pid = _pid(folder)
         if pid is not None and not pid_alive(pid):
             # The state may have been written just before the process ended: look once more.
             gone_since = gone_since or time.monotonic()
             if time.monotonic() - gone_since > 1.0:
-                return {
-                    "state": "failed",
-                    "rc": None,
-                    "line": f"failed: the run's process ({pid}) ended without a result",
-                }
+                line = f"failed: the run's process ({pid}) ended {gone}"
+                return {"state": "failed", "rc": None, "line": line}
         if time.monotonic() >= deadline:
-            raise BarrierTimeout(f"the run did not end within {timeout:.0f} s ({folder})")
+            raise BarrierTimeout(f"{late} within {timeout:.0f} s ({folder})")
         time.sleep(poll)
+
+
+def wait_done(folder: str | Path, timeout: float, poll: float = 0.2) -> dict:
+    """Wait until the run in ``folder`` has ended: ``{"state", "rc", "line"}``; ``rc`` is the
+    run's exit status, None when it failed without one."""
+
+    def settle(state: str) -> dict | None:
+        if not state.startswith("done"):
+            return None
+        parts = state.split()
+        rc = int(parts[1]) if len(parts) > 1 and parts[1].lstrip("-").isdigit() else None
+        return {"state": "done", "rc": rc, "line": state}
+
+    return _watch(Path(folder), timeout, poll, settle, "without a result", "the run did not end")
 
 
 def wait_ready(folder: str | Path, timeout: float, poll: float = 0.1) -> dict:
     """Wait until the run in ``folder`` says ready: ``{"state", "rc", "line"}`` with state
     ``ready``, ``failed`` (or ended: ``done``) -- or BarrierTimeout."""
-    folder = Path(folder)
-    deadline = time.monotonic() + timeout
-    gone_since = None
-    while True:
-        state = read_state(folder)
+
+    def settle(state: str) -> dict | None:
         if state == "ready":
             return {"state": "ready", "rc": None, "line": state}
-        if state.startswith("failed"):
-            return {"state": "failed", "rc": None, "line": state}
         if state.startswith("done"):
-            line = f"failed: ended before its start ({state})"
-            return {"state": "failed", "rc": None, "line": line}
-        pid = _pid(folder)
-        if pid is not None and not pid_alive(pid):
-            gone_since = gone_since or time.monotonic()
-            if time.monotonic() - gone_since > 1.0:
-                return {
-                    "state": "failed",
-                    "rc": None,
-                    "line": f"failed: the run's process ({pid}) ended before its SUT was ready",
-                }
-        if time.monotonic() >= deadline:
-            raise BarrierTimeout(f"the run's SUT was not ready within {timeout:.0f} s ({folder})")
-        time.sleep(poll)
+            return {
+                "state": "failed",
+                "rc": None,
+                "line": f"failed: ended before its start ({state})",
+            }
+        return None
+
+    return _watch(
+        Path(folder), timeout, poll, settle, "before its SUT was ready",
+        "the run's SUT was not ready",
+    )  # fmt: skip
 
 
 def _answer(result: dict, ok_state: str) -> int:
