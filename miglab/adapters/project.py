@@ -23,12 +23,20 @@ def default_inventory() -> Path:
     return project_dir() / "inventories" / "sim"
 
 
+def main_playbook(root: Path | None = None) -> str:
+    """The main job as ansible-playbook takes it: the project's own ``site.yml`` (a checkout),
+    else the installed collection's playbook ``miglab.lab.site``."""
+    root = root or project_dir()
+    return "site.yml" if (root / "site.yml").is_file() else "miglab.lab.site"
+
+
 def ansible_env(root: Path | None = None) -> dict[str, str]:
     """The project's Ansible settings for a child process: its ansible.cfg, and the collections
     and roles folders it has (a checkout's ``collections/`` links the checkout as miglab.lab);
     without them Ansible's own defaults apply (an installed collection)."""
     root = root or project_dir()
-    env = {}
+    # the playbooks' lookup miglab.lab.project_dir reads it: results and caches go to the project
+    env = {ENV: str(root)}
     if (root / "ansible.cfg").is_file():
         env["ANSIBLE_CONFIG"] = str(root / "ansible.cfg")
     if (root / "collections").is_dir():

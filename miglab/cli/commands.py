@@ -20,6 +20,7 @@ from miglab.cli.gpu import (
     cmd_gpu_mig_parted,
     cmd_gpu_profiles,
 )
+from miglab.cli.init import cmd_init
 from miglab.cli.lab import cmd_plan, cmd_run, cmd_sim, cmd_status, cmd_validate
 from miglab.errors import (
     EXIT_FAIL,
@@ -57,13 +58,20 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=func)
         return p
 
+    p = sub.add_parser(
+        "init",
+        help="write a starter project: ansible.cfg, inventories (simulated lab, R750xa), campaigns",
+    )
+    p.add_argument("dir", metavar="DIR", help="the project folder (made if missing)")
+    p.set_defaults(func=cmd_init)
+
     campaign_cmd(
         "validate", "check a campaign (and that it fits the lab); exit 2 when invalid", cmd_validate
     )
     p = campaign_cmd("plan", "where every VM lands, GPU maps, capacity left, schedule", cmd_plan)
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
 
-    p = campaign_cmd("run", "run the main job (site.yml) for a campaign on the lab", cmd_run)
+    p = campaign_cmd("run", "run the main job (miglab.lab.site) for a campaign on the lab", cmd_run)
     p.add_argument(
         "--tags",
         type=lambda v: [t for t in v.split(",") if t],
@@ -80,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="move the campaign's earlier results aside (results/<campaign>.<time>) and redo all",
     )
     p.add_argument(
-        "--results-dir", metavar="DIR", help="the results tree (default <checkout>/results)"
+        "--results-dir", metavar="DIR", help="the results tree (default: the project's results/)"
     )
     p.add_argument("--check", action="store_true", help="check mode: change nothing")
     p.add_argument(
@@ -92,7 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="extra variables for the playbooks, as for ansible-playbook (key=value, YAML/JSON, "
         "or @file); repeatable",
     )
-    p.add_argument("--playbook", default="site.yml", help=argparse.SUPPRESS)
+    # default: the project's site.yml (a checkout), else the collection's miglab.lab.site
+    p.add_argument("--playbook", help=argparse.SUPPRESS)
     sim = sub.add_parser("sim", help="the built-in simulated lab: vCenter, ESXi hosts, guest VMs")
     ssub = sim.add_subparsers(dest="sim_command", required=True, metavar="SIM_COMMAND")
     p = ssub.add_parser("up", help="start it (builds images, simulator, golden guest once)")
@@ -159,13 +168,16 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.project_dir:
-        from miglab.adapters.project import ENV
+        from miglab.adapters.project import ENV, ansible_env
 
         folder = Path(args.project_dir)
         if not folder.is_dir():
             print(f"error: {args.project_dir}: --project-dir: not a folder", file=sys.stderr)
             return EXIT_INVALID
         os.environ[ENV] = str(folder.resolve())
+        # Ansible inside this process (validate, plan) reads the project's ansible.cfg as well
+        for key, value in ansible_env(folder.resolve()).items():
+            os.environ.setdefault(key, value)
     try:
         return args.func(args)
     except ValidationError as exc:

@@ -49,7 +49,7 @@ def cmd_plan(args) -> int:
 
 def cmd_run(args) -> int:
     from miglab.adapters.lock import LabBusy, LabLock, lock_path
-    from miglab.adapters.project import default_inventory, project_dir
+    from miglab.adapters.project import default_inventory, main_playbook, project_dir
     from miglab.adapters.runner import artifacts_dir, run_playbook
     from miglab.core.schedule import fmt_duration
 
@@ -89,7 +89,7 @@ def cmd_run(args) -> int:
             with _StopOnSignal() as stop:
                 result = _run_with_progress(
                     run_playbook,
-                    args.playbook,
+                    args.playbook or main_playbook(),
                     inventory,
                     extravars,
                     args.tags,

@@ -195,3 +195,48 @@ def test_the_project_is_the_current_directory_not_the_package(tmp_path):
     r = run_cli("--project-dir", tmp_path / "missing", "validate", SEED)
     assert r.returncode == 2
     assert r.stderr.strip() == f"error: {tmp_path / 'missing'}: --project-dir: not a folder"
+
+
+# --- miglab init: a starter project ----------------------------------------------------------
+def test_init_writes_the_starter_project_and_keeps_what_is_there(tmp_path):
+    folder = tmp_path / "lab1"
+    r = run_cli("init", folder)
+    assert r.returncode == 0, r.stderr
+    for rel in ("inventories/sim/hosts.yml", "inventories/example-r750xa/hosts.yml",
+                "campaigns/r750xa-a100-80gb-mig.yml", "campaigns/h200-sxm-mig.yml"):  # fmt: skip
+        assert (folder / rel).read_bytes() == (ROOT / rel).read_bytes(), rel
+    vault = folder / "inventories/example-r750xa/group_vars/all/vault.yml.example"
+    assert vault.stat().st_mode & 0o777 == 0o600
+    assert "0 file(s) written" in run_cli("init", folder).stdout  # a second init changes nothing
+    # a file changed by the user is never overwritten, and nothing else is written either
+    (folder / "ansible.cfg").write_text("[defaults]\n")
+    (folder / "campaigns" / "h200-sxm-mig.yml").unlink()
+    r = run_cli("init", folder)
+    assert r.returncode == 2
+    assert r.stderr.splitlines() == [
+        f"error: {folder / 'ansible.cfg'}: miglab init: exists with other contents (kept)"
+    ]
+    assert not (folder / "campaigns" / "h200-sxm-mig.yml").exists()
+    (tmp_path / "file").write_text("")
+    r = run_cli("init", tmp_path / "file")
+    assert r.returncode == 2 and "exists and is not a folder" in r.stderr
+
+
+def test_the_starter_ansible_cfg_is_the_checkouts_without_the_checkout_paths():
+    def settings(text: str) -> list[str]:
+        return [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
+
+    starter = settings((ROOT / "miglab/cli/starter/ansible.cfg").read_text())
+    checkout = settings((ROOT / "ansible.cfg").read_text())
+    assert [ln for ln in checkout if ln not in starter] == [
+        "collections_path = ./collections",
+        "roles_path = ./roles",
+    ]
+    assert [ln for ln in starter if ln not in checkout] == []
+
+
+def test_the_main_job_is_the_checkouts_site_yml_else_the_collections(tmp_path):
+    from miglab.adapters.project import main_playbook
+
+    assert main_playbook(ROOT) == "site.yml"
+    assert main_playbook(tmp_path) == "miglab.lab.site"

@@ -117,3 +117,16 @@ def test_playbooks_set_the_vcenter_connection_once_per_play():
             if vcenter_tasks:
                 defaults = play.get("module_defaults", {})
                 assert "group/miglab.lab.vmware" in defaults, (path.name, play["name"])
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "plugins" / "lookup").glob("*.py")), ids=str)
+def test_lookup_docs_parse_and_name_the_plugin(path):
+    sys.path.insert(0, str(ROOT / "collections"))
+    try:
+        mod = importlib.import_module(f"ansible_collections.miglab.lab.plugins.lookup.{path.stem}")
+    finally:
+        sys.path.pop(0)
+    doc = yaml.safe_load(mod.DOCUMENTATION)
+    assert doc["name"] == path.stem and doc["short_description"]
+    assert isinstance(yaml.safe_load(mod.EXAMPLES), list)
+    assert "_raw" in yaml.safe_load(mod.RETURN)
