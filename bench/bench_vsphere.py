@@ -2,7 +2,7 @@
 realistic per-method latency. Writes bench/RESULTS.md.
 
     .venv/bin/pip install -e '.[bench]'    # community.vmware comes with the PyPI package `ansible`
-    bash scripts/build-vcsim.sh
+    bash miglab/sim/vcsim/build.sh
     .venv/bin/python bench/bench_vsphere.py [--quick] [--results FILE]
     .venv/bin/python bench/bench_vsphere.py --smoke --results FILE    # the test suite's, ~30 s
 
@@ -239,7 +239,7 @@ def main() -> None:
         "",
         f"Command: `.venv/bin/python bench/bench_vsphere.py{mode}` (after "
         "`pip install -e '.[bench]'` and "
-        "`bash scripts/build-vcsim.sh`).",
+        "`bash miglab/sim/vcsim/build.sh`).",
         f"Date {time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} CPUs, "
         f"Python {platform.python_version()}; simulator: miglab/sim/vcsim (govmomi 0.24) with "
         f"per-method latency {json.dumps(DELAYS)} ms.",

@@ -4,7 +4,7 @@
 #   bash scripts/molecule-all.sh                        every scenario of every role
 #   bash scripts/molecule-all.sh guest_base             every scenario of one role
 #   bash scripts/molecule-all.sh guest_vgpu_driver:upgrade   one scenario
-# Before the scenarios it builds (once; stamped) the guest image with scripts/build-images.sh and
+# Before the scenarios it builds (once; stamped) the guest image with miglab/sim/build-images.sh and
 # the NVIDIA stand-ins with miglab/sim/standins/build.sh (into .cache/standins), and exports what the
 # scenarios read: CONTAINERS_CONF, MIGLAB_GUEST_IMAGE, MIGLAB_STANDINS_DIR.
 # Roles of a family with a runner of its own (scripts/molecule-<prefix>.sh, e.g. molecule-esxi.sh
@@ -31,7 +31,8 @@ command -v molecule >/dev/null || die "molecule not found: run 'bash scripts/set
 ansible-galaxy collection list containers.podman 2>/dev/null | grep -q '^containers\.podman ' ||
   die "the Ansible collection containers.podman is missing: pip install 'ansible>=9' into .venv"
 
-eval "$(bash scripts/build-images.sh)"
+export MIGLAB_PROJECT_DIR=$ROOT  # the checkout is the project (caches in its .cache)
+eval "$(bash miglab/sim/build-images.sh)"
 export MIGLAB_STANDINS_DIR=$ROOT/.cache/standins
 bash miglab/sim/standins/build.sh "$MIGLAB_STANDINS_DIR" >/dev/null
 SENTINEL=$(cat "$MIGLAB_STANDINS_DIR/token-sentinel.txt")

@@ -5,9 +5,9 @@
 #   bash scripts/molecule-esxi.sh esxi_mig                 every scenario of one role
 #   bash scripts/molecule-esxi.sh esxi_vgpu_driver:failures   one scenario
 #   MOLECULE_COMMAND=converge bash scripts/molecule-esxi.sh esxi_mig   another molecule command
-# First (stamped, seconds when up to date): the Debian 12 image (scripts/build-images.sh), the
+# First (stamped, seconds when up to date): the Debian 12 image (miglab/sim/build-images.sh), the
 # ESXi shell stand-in image (miglab/sim/standins/esxi/build-image.sh) and the vCenter simulator
-# (scripts/build-vcsim.sh). Logs: .cache/molecule/logs/<role>-<scenario>.log.
+# (miglab/sim/vcsim/build.sh). Logs: .cache/molecule/logs/<role>-<scenario>.log.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -25,8 +25,9 @@ command -v molecule >/dev/null || die "molecule not found: run 'bash scripts/set
 ansible-galaxy collection list containers.podman 2>/dev/null | grep -q '^containers\.podman ' ||
   die "the Ansible collection containers.podman is missing: pip install 'ansible>=9' into .venv"
 
+export MIGLAB_PROJECT_DIR=$ROOT  # the checkout is the project (caches in its .cache)
 eval "$(bash miglab/sim/standins/esxi/build-image.sh)"
-bash scripts/build-vcsim.sh >/dev/null
+bash miglab/sim/vcsim/build.sh >/dev/null
 export ANSIBLE_NOCOLOR=1 PY_COLORS=0 ANSIBLE_FORCE_COLOR=0
 
 all=(esxi_vgpu_driver:default esxi_vgpu_driver:failures esxi_mig:default esxi_graphics:default

@@ -3,7 +3,7 @@
 #   scripts/setup.sh          the controller: Debian packages, virtualenv, miglab + Ansible
 #   scripts/setup.sh test     the same plus the test tools (pytest, molecule, ansible-lint, ruff)
 #                             the vSphere simulator (miglab/sim/vcsim, built with Debian's Go)
-#                             and the podman images of the role tests (scripts/build-images.sh)
+#                             and the podman images of the role tests (miglab/sim/build-images.sh)
 # Each step is skipped when its result is already there (stamp files under .cache/setup/).
 set -euo pipefail
 
@@ -50,8 +50,9 @@ fi
 # 3. Test infrastructure (cached; seconds when up to date): the project's vSphere simulator,
 #    and the Debian 12 systemd image (podman) that molecule scenarios and simulated guests use.
 if [ "$PROFILE" = test ]; then
-  bash "$ROOT/scripts/build-vcsim.sh" >/dev/null
+  export MIGLAB_PROJECT_DIR=$ROOT  # the checkout is the project (caches in its .cache)
+  bash "$ROOT/miglab/sim/vcsim/build.sh" >/dev/null
   log "vSphere simulator: $ROOT/.cache/vcsim/miglab-vcsim"
-  bash "$ROOT/scripts/build-images.sh"
+  bash "$ROOT/miglab/sim/build-images.sh"
 fi
 log "ready: $("$VENV/bin/miglab" --version)"

@@ -31,7 +31,7 @@ def sim_lab():
 
 @pytest.fixture(scope="session")
 def vcsim_binary() -> Path:
-    """miglab's vSphere simulator, built once per session by scripts/build-vcsim.sh (seconds when
+    """miglab's vSphere simulator, built once per session by miglab/sim/vcsim/build.sh (seconds when
     up to date); skipped only when Go cannot be installed here (no root, apt-get or mirror)."""
     from miglab.sim import vcenter as vcsim_lab
 

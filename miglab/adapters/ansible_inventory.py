@@ -40,6 +40,19 @@ def _init_plugins() -> None:
     _plugins_ready = True
 
 
+def collection_path(name: str) -> Path | None:
+    """The folder Ansible loads the collection ``name`` from (its configured collections paths,
+    as ansible-playbook sees them), or None when it is not installed."""
+    import importlib
+
+    _init_plugins()
+    try:
+        module = importlib.import_module(f"ansible_collections.{name}")
+    except ImportError:
+        return None
+    return Path(next(iter(module.__path__)))
+
+
 def _loader():
     from ansible import constants as C
     from ansible.parsing.dataloader import DataLoader

@@ -18,6 +18,12 @@ def project_dir() -> Path:
     return Path(os.environ.get(ENV) or os.getcwd()).resolve()
 
 
+def cache_dir() -> Path:
+    """The project's caches (the simulator, images' stamps, wheels, locks): ``<project>/.cache``,
+    as the simulated lab's build scripts have it too."""
+    return project_dir() / ".cache"
+
+
 def default_inventory() -> Path:
     """The inventory a command uses without ``-i``: the project's simulated lab."""
     return project_dir() / "inventories" / "sim"

@@ -49,7 +49,7 @@ def cmd_plan(args) -> int:
 
 def cmd_run(args) -> int:
     from miglab.adapters.lock import LabBusy, LabLock, lock_path
-    from miglab.adapters.project import default_inventory, main_playbook, project_dir
+    from miglab.adapters.project import cache_dir, default_inventory, main_playbook, project_dir
     from miglab.adapters.runner import artifacts_dir, run_playbook
     from miglab.core.schedule import fmt_duration
 
@@ -67,9 +67,7 @@ def cmd_run(args) -> int:
         )
         return EXIT_INVALID
     try:
-        with LabLock(
-            lock_path(inventory, project_dir() / ".cache" / "locks"), inventory, command
-        ) as lk:
+        with LabLock(lock_path(inventory, cache_dir() / "locks"), inventory, command) as lk:
             if lk.took_over:
                 print(f"note: cleared a stale lock of {lk.took_over.describe()}", file=sys.stderr)
             if args.fresh and _has_runs(campaign_results):
@@ -244,10 +242,10 @@ def cmd_sim(args) -> int:
 
 def cmd_status(args) -> int:
     from miglab.adapters.lock import lock_path, read
-    from miglab.adapters.project import default_inventory, project_dir
+    from miglab.adapters.project import cache_dir, default_inventory, project_dir
 
     inventory = str(Path(args.inventory) if args.inventory else default_inventory())
-    holder = read(lock_path(inventory, project_dir() / ".cache" / "locks"))
+    holder = read(lock_path(inventory, cache_dir() / "locks"))
     print(f"lab {inventory}: " + (f"in use by {holder.describe()}" if holder else "idle"))
     runs = sorted((project_dir() / "artifacts").glob("*/artifacts/run/status"))
     for status in runs[-5:]:

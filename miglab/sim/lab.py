@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The built-in simulated lab (``miglab sim up|down|status``): vCenter, ESXi hosts and guest VMs
 on one Linux machine, for demos and the end-to-end tests (test infrastructure; needs root and
-podman, as ``scripts/build-images.sh``).
+podman, as ``miglab/sim/build-images.sh``).
 
 What ``up`` starts for a lab inventory (default ``inventories/sim``: one R750xa-like host with
 4x A100 80GB PCIe):
@@ -41,15 +41,21 @@ import shlex
 import subprocess
 import sys
 import time
+from importlib import resources
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-CACHE = ROOT / ".cache"
+from miglab.adapters.project import cache_dir, default_inventory, project_dir
+
+# What the lab is built from: the package's own files (a checkout's or an installed wheel's).
+PACKAGE = Path(str(resources.files("miglab.sim")))
+# What it builds and keeps: the project's .cache (the project: the current directory, or
+# --project-dir / MIGLAB_PROJECT_DIR, set before this module is imported).
+CACHE = cache_dir()
 SIM_DIR = CACHE / "sim"
 STANDINS = CACHE / "standins"
 WHEELHOUSE = CACHE / "mlperf-wheelhouse"
 DAEMON = ("-m", "miglab.sim.daemon")  # the simulator + guest keeper process
-MAKE_BUNDLE = ROOT / "miglab" / "sim" / "standins" / "esxi" / "make-bundle.py"
+MAKE_BUNDLE = PACKAGE / "standins" / "esxi" / "make-bundle.py"
 GUEST_BASE_IMAGE = "localhost/miglab-sim-guest-base:latest"
 GOLDEN_IMAGE = os.environ.get("MIGLAB_SIM_GUEST_IMAGE", "localhost/miglab-sim-guest:latest")
 GOLDEN_BUILDER = "miglab-sim-golden"
@@ -79,7 +85,13 @@ def _run(
     timeout: float | None = None,
 ) -> subprocess.CompletedProcess:
     res = subprocess.run(
-        cmd, capture_output=quiet, text=True, env=env, check=False, timeout=timeout, cwd=ROOT
+        cmd,
+        capture_output=quiet,
+        text=True,
+        env=env,
+        check=False,
+        timeout=timeout,
+        cwd=project_dir(),
     )
     if check and res.returncode != 0:
         detail = ((res.stderr or "") + (res.stdout or "")).strip()[-3000:] if quiet else ""
@@ -102,17 +114,18 @@ def build_prerequisites() -> dict[str, str]:
     """Base and ESXi stand-in images, the SSH key, the simulator, the NVIDIA stand-ins and the
     MLPerf wheelhouse; returns the environment (CONTAINERS_CONF, images, key)."""
     if os.geteuid() != 0:
-        raise SimError("the simulated lab needs root (podman rootful, as scripts/build-images.sh)")
+        raise SimError("the simulated lab needs root (rootful podman: miglab/sim/build-images.sh)")
     log("images: Debian 12 base + ESXi stand-in (stamped)")
-    out = _run(["bash", "miglab/sim/standins/esxi/build-image.sh"]).stdout
+    os.environ["MIGLAB_PROJECT_DIR"] = str(project_dir())  # the build scripts' caches too
+    out = _run(["bash", str(PACKAGE / "standins" / "esxi" / "build-image.sh")]).stdout
     env = _env_from(out)
     os.environ.update(env)
     log("vCenter simulator (stamped)")
-    _run(["bash", "scripts/build-vcsim.sh"])
+    _run(["bash", str(PACKAGE / "vcsim" / "build.sh")])
     log("NVIDIA stand-ins: GRID guest driver, container toolkit, licence token")
-    _run(["bash", "miglab/sim/standins/build.sh", str(STANDINS)])
+    _run(["bash", str(PACKAGE / "standins" / "build.sh"), str(STANDINS)])
     if not (WHEELHOUSE / ".complete").exists():
-        log(f"MLPerf runtime wheels -> {WHEELHOUSE.relative_to(ROOT)} (pip download, once)")
+        log(f"MLPerf runtime wheels -> {WHEELHOUSE} (pip download, once)")
         _run(
             [
                 sys.executable,
@@ -131,25 +144,41 @@ def build_prerequisites() -> dict[str, str]:
     return env
 
 
-def _golden_recipe(env: dict[str, str]) -> str:
+def _collection() -> Path:
+    """Where Ansible finds miglab.lab (its roles build the golden guest): the checkout's link or
+    an installed copy, as the project's ansible.cfg says."""
+    from miglab.adapters.ansible_inventory import collection_path
+
+    found = collection_path("miglab.lab")
+    if found is None:
+        raise SimError(
+            "the Ansible collection miglab.lab is not installed "
+            "(ansible-galaxy collection install miglab-lab-<version>.tar.gz)"
+        )
+    return found
+
+
+def _golden_recipe(env: dict[str, str], inventory: Path) -> str:
     """Hash of what the golden image is made from: the guest roles' settings (defaults, vars, the
     simulated lab's guest variables), the stand-ins, the base image and the SSH key. Task changes
     alone do not rebuild it: the guests phase runs the roles on every VM anyway, so a template one
     change behind costs a few seconds per VM, never a wrong guest."""
     h = hashlib.sha256()
+    roles = _collection() / "roles"
+    # (name in the hash, path): the names are the checkout's paths, wherever the files are
     parts = [
-        *(f"roles/{r}/{d}" for r in GOLDEN_ROLES for d in ("defaults", "vars")),
-        "inventories/sim/group_vars/guests",
-        "miglab/sim/guest",
-        "miglab/sim/golden.yml",
+        *((f"roles/{r}/{d}", roles / r / d) for r in GOLDEN_ROLES for d in ("defaults", "vars")),
+        ("inventories/sim/group_vars/guests", inventory.parent / "group_vars" / "guests"),
+        ("miglab/sim/guest", PACKAGE / "guest"),
+        ("miglab/sim/golden.yml", PACKAGE / "golden.yml"),
     ]
-    for part in parts:
-        base = ROOT / part
+    for name, base in parts:
         if not base.exists():
             continue
         files = sorted(p for p in base.rglob("*") if p.is_file())
         for f in [base] if base.is_file() else files:
-            h.update(str(f.relative_to(ROOT)).encode() + b"\0" + f.read_bytes())
+            rel = name if f == base else f"{name}/{f.relative_to(base)}"
+            h.update(rel.encode() + b"\0" + f.read_bytes())
     h.update((STANDINS / "SHA256SUMS").read_bytes())
     base_id = _run(["podman", "image", "inspect", "--format", "{{.Id}}", env["MIGLAB_GUEST_IMAGE"]])
     h.update(base_id.stdout.encode())
@@ -157,10 +186,10 @@ def _golden_recipe(env: dict[str, str]) -> str:
     return h.hexdigest()[:16]
 
 
-def build_golden(env: dict[str, str], *, force: bool = False) -> str:
+def build_golden(env: dict[str, str], inventory: Path, *, force: bool = False) -> str:
     """The golden guest image: guest base (sshd) + guest roles + MLPerf preparation, committed."""
     stamp = CACHE / "images" / "miglab-sim-guest.stamp"
-    recipe = _golden_recipe(env)
+    recipe = _golden_recipe(env, inventory)
     have = _run(["podman", "image", "inspect", "--format", "{{.Id}}", GOLDEN_IMAGE], check=False)
     current = have.returncode == 0 and stamp.exists()
     if not force and current and stamp.read_text().split() == [recipe, have.stdout.strip()]:
@@ -172,7 +201,7 @@ def build_golden(env: dict[str, str], *, force: bool = False) -> str:
     )
     ctx = SIM_DIR / "golden-context"
     ctx.mkdir(parents=True, exist_ok=True)
-    (ctx / "Containerfile").write_bytes((ROOT / "miglab/sim/guest/Containerfile").read_bytes())
+    (ctx / "Containerfile").write_bytes((PACKAGE / "guest" / "Containerfile").read_bytes())
     (ctx / "authorized_keys").write_bytes(
         Path(env["MIGLAB_ESXI_STANDIN_KEY"] + ".pub").read_bytes()
     )
@@ -223,11 +252,11 @@ def build_golden(env: dict[str, str], *, force: bool = False) -> str:
     )
     try:
         res = _ansible_playbook(
-            # hosts.yml as a source: inventories/sim/group_vars/ apply to the golden guest too.
+            # the lab's hosts.yml as a source: its group_vars/ apply to the golden guest too.
             [
-                "miglab/sim/golden.yml",
+                str(PACKAGE / "golden.yml"),
                 "-i",
-                "inventories/sim/hosts.yml",
+                str(inventory),
                 "-i",
                 str(inv),
                 "--limit",
@@ -262,17 +291,23 @@ def build_golden(env: dict[str, str], *, force: bool = False) -> str:
 
 def _ansible_playbook(args: list[str], *, log_name: str) -> int:
     exe = Path(sys.executable).parent / "ansible-playbook"
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    from miglab.adapters.project import ansible_env
+
+    env = {**os.environ, **ansible_env(), "ANSIBLE_NOCOLOR": "1"}
     logfile = SIM_DIR / f"{log_name}.log"
     with open(logfile, "w") as out:
         res = subprocess.run(
-            [str(exe), *args], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, check=False
+            [str(exe), *args],
+            cwd=project_dir(),
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            check=False,
         )
     return res.returncode
 
 
 def _lab(inventory: Path):
-    sys.path.insert(0, str(ROOT))
     from miglab.adapters.inventory import load_lab
     from miglab.core.catalog import load_catalog
 
@@ -362,7 +397,7 @@ def up(inventory: Path, *, rebuild_golden: bool = False) -> int:
     started = time.monotonic()
     SIM_DIR.mkdir(parents=True, exist_ok=True)
     env = build_prerequisites()
-    image = build_golden(env, force=rebuild_golden)
+    image = build_golden(env, inventory, force=rebuild_golden)
     if _daemon_alive():
         log("the simulated lab is already up (miglab sim status); nothing to do")
         return status(inventory)
@@ -445,7 +480,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="miglab sim", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("up", help="start the simulated lab (builds what it needs once)")
-    p.add_argument("-i", "--inventory", default=str(ROOT / "inventories" / "sim" / "hosts.yml"))
+    p.add_argument("-i", "--inventory", default=str(default_inventory() / "hosts.yml"))
     p.add_argument("--rebuild-golden", action="store_true", help="rebuild the golden guest image")
     sub.add_parser("down", help="stop it and remove its containers")
     p = sub.add_parser("status", help="what runs")
@@ -461,7 +496,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "status":
             return status(as_json=args.json)
         SIM_DIR.mkdir(parents=True, exist_ok=True)
-        build_golden(build_prerequisites(), force=args.force)
+        build_golden(build_prerequisites(), default_inventory() / "hosts.yml", force=args.force)
         return 0
     except (SimError, subprocess.TimeoutExpired) as exc:
         print(f"error: miglab sim {args.cmd}: {exc}", file=sys.stderr)

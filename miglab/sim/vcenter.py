@@ -2,7 +2,7 @@
 
 ``lab_json(lab, catalog)`` turns a :class:`miglab.core.placement.Lab` into the simulator's lab file
 (schema: ``miglab/sim/vcsim/README.md``); :class:`Vcsim` writes that file and a throwaway CA and
-server certificate, starts ``.cache/vcsim/miglab-vcsim`` (built by ``scripts/build-vcsim.sh``) on
+server certificate, starts ``.cache/vcsim/miglab-vcsim`` (built by ``miglab/sim/vcsim/build.sh``) on
 a free loopback port and stops it again::
 
     from miglab.adapters.inventory import load_lab
@@ -31,12 +31,19 @@ import subprocess
 import tempfile
 import time
 import weakref
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
-BUILD_SCRIPT = ROOT / "scripts" / "build-vcsim.sh"
-BINARY = ROOT / ".cache" / "vcsim" / "miglab-vcsim"
+from miglab.adapters.project import cache_dir, default_inventory, project_dir
+
+# The simulator's sources are the package's; the binary is built into the project's cache.
+BUILD_SCRIPT = Path(str(resources.files("miglab.sim"))) / "vcsim" / "build.sh"
+
+
+def default_binary() -> Path:
+    return cache_dir() / "vcsim" / "miglab-vcsim"
+
 
 # PCI bus numbers given to a host's GPUs, in order (those of a 4-GPU Dell PowerEdge first).
 GPU_BUSES = (0x3B, 0x5E, 0x86, 0xAF, 0xD8, 0x17, 0x31, 0x4B, 0x65, 0xB1, 0xCA, 0xE3)
@@ -48,9 +55,14 @@ class BuildUnavailable(RuntimeError):
 
 
 def build(quiet: bool = True) -> Path:
-    """Run scripts/build-vcsim.sh (fast when up to date); return the binary's path."""
+    """Run miglab/sim/vcsim/build.sh (fast when up to date); return the binary's path."""
     res = subprocess.run(
-        ["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, timeout=900, check=False
+        ["bash", str(BUILD_SCRIPT)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+        env={**os.environ, "MIGLAB_PROJECT_DIR": str(project_dir())},
     )
     if res.returncode == 3:
         raise BuildUnavailable(res.stderr.strip() or "build-vcsim.sh: Go is unavailable")
@@ -138,7 +150,7 @@ def default_lab() -> dict:
     from miglab.core.catalog import load_catalog
 
     catalog = load_catalog()
-    return lab_json(load_lab(ROOT / "inventories" / "sim", catalog), catalog)
+    return lab_json(load_lab(default_inventory(), catalog), catalog)
 
 
 def write_certificates(folder: Path) -> tuple[Path, Path, Path]:
@@ -279,7 +291,7 @@ class Vcsim:
         self.lab = copy.deepcopy(lab) if lab is not None else default_lab()
         for host in self.lab.get("hosts", []):
             host.update(copy.deepcopy(host_settings))
-        self.binary = Path(binary) if binary else BINARY
+        self.binary = Path(binary) if binary else default_binary()
         self.username = username
         self.password = password or "Sim-" + secrets.token_urlsafe(12)
         self.delays = dict(delays or {})
@@ -305,7 +317,7 @@ class Vcsim:
         if self._proc is not None:
             raise RuntimeError("already started")
         if not self.binary.is_file():
-            raise FileNotFoundError(f"{self.binary} is missing: run scripts/build-vcsim.sh")
+            raise FileNotFoundError(f"{self.binary} is missing: run miglab/sim/vcsim/build.sh")
         self.workdir = Path(tempfile.mkdtemp(prefix="miglab-vcsim-"))
         lab_file = self.workdir / "lab.json"
         lab_file.write_text(json.dumps(self.lab, indent=2) + "\n")

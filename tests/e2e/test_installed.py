@@ -152,3 +152,14 @@ def test_the_guests_wheel_is_made_from_the_installed_files(installed, project):
               "--target", target, first], cwd=tmp, env=env))  # fmt: skip
     code = f"import sys; sys.path.insert(0, {str(target)!r}); import miglab.mlperf.guest.session"
     _ok(_run([sys.executable, "-I", "-c", code], cwd=tmp, env=env))
+
+
+def test_the_simulated_lab_is_in_the_package_and_keeps_its_state_in_the_project(installed, project):
+    bindir, env, _, package = installed
+    for rel in ("sim/build-images.sh", "sim/vcsim/build.sh", "sim/vcsim/main.go", "sim/golden.yml",
+                "sim/guest/Containerfile", "sim/standins/esxi/build-image.sh",
+                "sim/standins/build.sh"):  # fmt: skip
+        assert (package / rel).is_file(), rel
+    res = _run([bindir / "miglab", "sim", "status", "--json"], cwd=project, env=env)
+    assert res.returncode == 1, res.stderr  # down: nothing was started
+    assert json.loads(res.stdout)["state_dir"] == str(project / ".cache" / "sim")

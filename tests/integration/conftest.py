@@ -8,7 +8,7 @@
   lab with ``vcsim_lab.lab_json(lab, catalog, host_extra={"*": {...}})`` or edit ``default_lab()``.
 
 The binary (``vcsim_binary``, tests/conftest.py) is built once per session by
-scripts/build-vcsim.sh (seconds when up to date); the tests are skipped only when Go cannot be
+miglab/sim/vcsim/build.sh (seconds when up to date); the tests are skipped only when Go cannot be
 installed here (no root, apt-get or package mirror).
 """
 

@@ -41,7 +41,7 @@ def test_guest_keeper_survives_vms_created_and_destroyed_under_load(vcsim_factor
 
     image = os.environ.get("MIGLAB_GUEST_IMAGE", "localhost/miglab-debian12:latest")
     if subprocess.run(["podman", "image", "exists", image], check=False).returncode != 0:
-        pytest.skip(f"no image {image} (scripts/build-images.sh builds it)")
+        pytest.skip(f"no image {image} (miglab/sim/build-images.sh builds it)")
     sim = vcsim_factory()
     si = sim.connect()
     keeper = vcsim_daemon.GuestKeeper(si, image, tmp_path)

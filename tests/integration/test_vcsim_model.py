@@ -17,7 +17,7 @@ from pyVmomi import vim, vmodl
 from miglab.adapters.inventory import load_lab
 from miglab.core.catalog import load_catalog
 from miglab.sim import vcenter as vcsim_lab
-from testlib import wait_until
+from testlib import ROOT, wait_until
 
 HOST = "esxi-01.sim.miglab.test"
 VGPU = "grid_a100d-2-20c"
@@ -118,7 +118,7 @@ def set_shared_direct(si, host):
 # --- the lab file --------------------------------------------------------------------------------
 def test_lab_json_from_the_sim_inventory():
     catalog = load_catalog()
-    lab = vcsim_lab.lab_json(load_lab(vcsim_lab.ROOT / "inventories" / "sim"), catalog)
+    lab = vcsim_lab.lab_json(load_lab(ROOT / "inventories" / "sim"), catalog)
     names = (lab["datacenter"], lab["cluster"], lab["datastore"], lab["network"])
     assert names == ("dc1", "cluster1", "datastore1", "VM Network")
     (host,) = lab["hosts"]

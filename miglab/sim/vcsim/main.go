@@ -1,5 +1,5 @@
 // Command miglab-vcsim is miglab's vSphere simulator: govmomi's vcsim (0.24, Debian's sources,
-// built by scripts/build-vcsim.sh) holding a vCenter 7.0.3 with one datacenter, one cluster, one
+// built by miglab/sim/vcsim/build.sh) holding a vCenter 7.0.3 with one datacenter, one cluster, one
 // datastore and network, and ESXi hosts that carry NVIDIA GPUs for MIG-backed vGPUs, as a lab
 // file describes them. Test infrastructure only; miglab/sim/vcsim/README.md has the details.
 //

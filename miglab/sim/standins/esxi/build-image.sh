@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
 # Builds the ESXi shell stand-in image (localhost/miglab-esxi-standin:latest) FROM the Debian 12
-# image of scripts/build-images.sh, once (stamped); prints the environment the ESXi molecule
+# image of miglab/sim/build-images.sh, once (stamped); prints the environment the ESXi molecule
 # scenarios need:  eval "$(bash miglab/sim/standins/esxi/build-image.sh)"
-#   CONTAINERS_CONF, MIGLAB_GUEST_IMAGE (from scripts/build-images.sh), MIGLAB_ESXI_STANDIN_IMAGE,
+#   CONTAINERS_CONF, MIGLAB_GUEST_IMAGE (from miglab/sim/build-images.sh), MIGLAB_ESXI_STANDIN_IMAGE,
 #   MIGLAB_ESXI_STANDIN_KEY (the SSH key Ansible logs in with; .pub is mounted into the containers)
 # As root on Debian 12 (podman). MIGLAB_REBUILD_IMAGES=1 forces a rebuild.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-ROOT=$(cd "$HERE/../../../.." && pwd)  # the checkout: miglab/sim/standins/esxi
+CACHE=${MIGLAB_PROJECT_DIR:-$PWD}/.cache  # the project's caches
 IMAGE=${MIGLAB_ESXI_STANDIN_IMAGE:-localhost/miglab-esxi-standin:latest}
-STAMP=$ROOT/.cache/images/miglab-esxi-standin.stamp
-KEY=$ROOT/.cache/esxi-standin/id_ed25519
+STAMP=$CACHE/images/miglab-esxi-standin.stamp
+KEY=$CACHE/esxi-standin/id_ed25519
 log() { printf '[esxi-standin] %s\n' "$*" >&2; }
 
-eval "$(bash "$ROOT/scripts/build-images.sh")"   # podman, containers.conf, the Debian 12 image
+eval "$(bash "$HERE/../../build-images.sh")"   # podman, containers.conf, the Debian 12 image
 base_id=$(podman image inspect --format '{{.Id}}' "$MIGLAB_GUEST_IMAGE")
 want=$( (cd "$HERE" && cat Containerfile README.md esxi_standin.py datastore-README.txt bin/*; echo "$base_id") |
   sha256sum | cut -c1-16)

@@ -1,6 +1,6 @@
 // miglab overlay: a patched copy of govmomi 0.24.2's simulator/property_collector.go (Debian
 // golang-github-vmware-govmomi-dev 0.24.2-3), built in place of the original by
-// scripts/build-vcsim.sh. The only change is in PropertyCollector.Fetch (marked "miglab:"):
+// miglab/sim/vcsim/build.sh. The only change is in PropertyCollector.Fetch (marked "miglab:"):
 // pyVmomi 8/9 reads properties one by one through Fetch, and for a property that is unset (nil,
 // e.g. HostSystem.capability) RetrievePropertiesEx returns neither a PropSet nor a MissingSet
 // entry, so the stock code indexed MissingSet[0] and panicked; the client then saw "Remote end

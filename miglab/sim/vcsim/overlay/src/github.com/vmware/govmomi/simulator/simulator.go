@@ -1,6 +1,6 @@
 // miglab overlay: a patched copy of govmomi 0.24.2's simulator/simulator.go (Debian
 // golang-github-vmware-govmomi-dev 0.24.2-3), built in place of the original by
-// scripts/build-vcsim.sh. The only change (marked "miglab:") adds two hooks to Service.call so
+// miglab/sim/vcsim/build.sh. The only change (marked "miglab:") adds two hooks to Service.call so
 // that a program embedding the simulator can serve methods the stock model lacks
 // (RebootHost_Task is MethodNotFound in 0.24) and check or follow up on stock methods (vGPU
 // checks at PowerOnVM_Task) without copying more of the package:

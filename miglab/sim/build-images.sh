@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the container image the guest roles' molecule scenarios run in, once per machine/CI run.
-#   bash scripts/build-images.sh          as root on a fresh Debian 12; safe to re-run
-#   eval "$(bash scripts/build-images.sh --env)"   only print the environment it needs
+#   bash miglab/sim/build-images.sh          as root on a fresh Debian 12; safe to re-run
+#   eval "$(bash miglab/sim/build-images.sh --env)"   only print the environment it needs
+# Caches (stamp, containers.conf, debootstrap's log) go to the project's .cache (MIGLAB_PROJECT_DIR,
+# else the current directory); the image to podman's storage.
 #
 # What it does (the measured recipe in ../shared/notes/environment.md):
 #   1. apt-get install podman runc debootstrap (+ what the recipe needs);
@@ -14,8 +16,7 @@
 # id) makes the next run a no-op while the image exists. MIGLAB_REBUILD_IMAGES=1 forces a rebuild.
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-CACHE=$ROOT/.cache
+CACHE=${MIGLAB_PROJECT_DIR:-$PWD}/.cache  # the project's caches
 CONF=$CACHE/containers/containers.conf
 IMAGE=${MIGLAB_GUEST_IMAGE:-localhost/miglab-debian12:latest}
 MIRROR=${MIGLAB_DEBIAN_MIRROR:-http://deb.debian.org/debian}
@@ -98,7 +99,7 @@ done
 chroot "$build/root" dpkg-divert --quiet --local --rename --divert /sbin/init.systemd --add /sbin/init
 cat >"$build/root/sbin/init" <<'INIT'
 #!/bin/sh
-# miglab's test containers (scripts/build-images.sh): systemd sees only its own cgroup.
+# miglab's test containers (miglab/sim/build-images.sh): systemd sees only its own cgroup.
 root=/sys/fs/cgroup/systemd
 if [ "$$" = 1 ] && [ -d "$root" ]; then
   # This PID namespace's PID 1 shows as "1" only in the cgroup.procs of its own cgroup.

@@ -5,15 +5,16 @@
 # of the Go sources and the overlay) matches.
 #
 # GOPATH mode (GO111MODULE=off): GOPATH lists an overlay tree first, then Debian's GOPATH
-# (/usr/share/gocode). The overlay is .cache/vcsim/gopath: Debian's govmomi mirrored as symbolic
+# (/usr/share/gocode). The overlay is .cache/vcsim/gopath of the project (MIGLAB_PROJECT_DIR, else
+# the current directory): Debian's govmomi mirrored as symbolic
 # links, with the patched files of miglab/sim/vcsim/overlay/src/ (same layout as a GOPATH's src/)
 # copied over their links. Each patched file says at its top what was changed and why.
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-SRC=$ROOT/miglab/sim/vcsim
+SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)  # miglab/sim/vcsim, in a checkout or installed
 OVERLAY=$SRC/overlay/src
-OUT=$ROOT/.cache/vcsim
+CACHE=${MIGLAB_PROJECT_DIR:-$PWD}/.cache  # the project's caches
+OUT=$CACHE/vcsim
 BIN=$OUT/miglab-vcsim
 STAMP=$OUT/stamp
 
@@ -52,7 +53,7 @@ want=$(
   cd "$SRC"
   {
     find . -name '*.go' -type f -print0 | sort -z | xargs -0 sha256sum
-    sha256sum <"$ROOT/scripts/build-vcsim.sh"
+    sha256sum <"$SRC/build.sh"
     dpkg-query -W -f='${Package} ${Version}\n' golang-go golang-github-vmware-govmomi-dev
   } | sha256sum | cut -c1-32
 )
