@@ -1048,7 +1048,8 @@ def _meta(run_dir: Path):
 
 
 def collect(results: Path, runs: dict, plan: dict, data: dict) -> dict:
-    from miglab.formats.loadgen import find_run_logs, parse_run
+    from miglab.core.runs import parse_run
+    from miglab.formats.loadgen import find_run_logs
     from miglab.mlperf.results.aggregate import aggregate_results
 
     recs = []

@@ -23,7 +23,7 @@ def _print_json(data) -> None:
 
 # --- results parse ------------------------------------------------------------------------------
 def cmd_results_parse(args) -> int:
-    from miglab.formats.loadgen import parse_paths
+    from miglab.core.runs import parse_paths
     from miglab.mlperf.results.report import format_value
 
     records = parse_paths(args.paths)

@@ -1,7 +1,7 @@
 """MLPerf Inference plugin of miglab: the results side (collect, validate, aggregate, report).
 
-* :mod:`miglab.formats.loadgen` - read LoadGen logs (``mlperf_log_detail.txt``, summary fallback)
-  into :class:`~miglab.formats.loadgen.RunRecord` objects, with LoadGen validity and the
+* :mod:`miglab.core.runs` - read LoadGen logs (``mlperf_log_detail.txt``, summary fallback)
+  into :class:`~miglab.core.runs.RunRecord` objects, with LoadGen validity and the
   submission-rule check;
 * :mod:`miglab.mlperf.results.aggregate` - sum concurrent VMs per run, statistics over runs,
   improvement over the baseline scenario;
@@ -13,7 +13,8 @@ Pure Python (matplotlib for the charts); imports neither Ansible nor pyVmomi. RE
 this file describes the results tree and ``miglab_run.json``.
 """
 
-from miglab.formats.loadgen import RunMeta, RunRecord, parse_paths, parse_run
+from miglab.core.runs import RunRecord, parse_paths, parse_run
+from miglab.formats.run_meta import RunMeta
 from miglab.mlperf.results.aggregate import (
     Aggregate,
     Group,

@@ -1,7 +1,7 @@
 """Filters miglab.lab.mlperf_*: the mlperf role's decisions, on the controller.
 
 Thin: the role runs ``python -m miglab.mlperf.run`` in the guests and fetches the logs; these
-filters build that command line, read the fetched logs with :mod:`miglab.formats.loadgen` and check
+filters build that command line, read the fetched logs with :mod:`miglab.core.runs` and check
 them against their manifest with :mod:`miglab.formats.manifest`. They run where Jinja runs, on
 the controller, which has the miglab package.
 """
@@ -14,8 +14,8 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.miglab.lab.plugins.plugin_utils.values import plain, require
 
 try:
+    from miglab.core.runs import parse_run
     from miglab.errors import ValidationError
-    from miglab.formats.loadgen import parse_run
     from miglab.formats.manifest import MANIFEST, verify_run
 
     IMPORT_ERROR = None

@@ -13,16 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from miglab.core.mlperf_rules import loadgen_release, metric_for
+from miglab.core.runs import parse_paths, parse_run
 from miglab.errors import ValidationError
-from miglab.formats.loadgen import (
-    loadgen_release,
-    metric_for,
-    parse_paths,
-    parse_run,
-    read_detail_log,
-    read_run_meta,
-    read_summary_log,
-)
+from miglab.formats.loadgen import read_detail_log, read_summary_log
+from miglab.formats.run_meta import read_run_meta
 from testlib import FIXTURES, edit_mllog
 
 MLPERF = FIXTURES / "mlperf"

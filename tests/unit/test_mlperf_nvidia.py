@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from miglab.formats.loadgen import RUN_META, parse_run, read_run_meta
+from miglab.core.runs import parse_run
+from miglab.formats.run_meta import RUN_META, read_run_meta
 from miglab.mlperf.guest.backends import BACKENDS, BackendError, get_backend
 from miglab.mlperf.guest.backends.nvidia import (
     NvidiaBackend,

@@ -26,7 +26,7 @@ pytest.importorskip("mlperf_loadgen")
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
 
-from miglab.formats.loadgen import parse_run  # noqa: E402
+from miglab.core.runs import parse_run  # noqa: E402
 from miglab.mlperf.guest.backends import BackendError, get_backend, run_dir_for  # noqa: E402
 from miglab.mlperf.guest.backends.reference import ReferenceSettings, load_test_settings  # noqa: E402
 from miglab.mlperf.guest.sut.base import Engine, Pending  # noqa: E402

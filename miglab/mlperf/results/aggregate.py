@@ -37,8 +37,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from miglab.core.runs import RunRecord, parse_run
 from miglab.errors import Problem, ValidationError
-from miglab.formats.loadgen import RunRecord, find_run_logs, parse_run
+from miglab.formats.loadgen import find_run_logs
 
 __all__ = [
     "Aggregate",

@@ -507,8 +507,9 @@ def collect_logs(
     """Copy one harness run's LoadGen logs into ``<out>/<benchmark>/<scenario>/<mode>/run_<n>/``
     and write ``miglab_run.json`` there, each file atomically, then ``MANIFEST.sha256``.
     Returns the run folder."""
-    from miglab.formats.loadgen import DETAIL_LOG, RUN_META
+    from miglab.formats.loadgen import DETAIL_LOG
     from miglab.formats.manifest import MANIFEST, atomic_copy, atomic_write_text, write_manifest
+    from miglab.formats.run_meta import RUN_META
 
     src = Path(log_dir)
     if not (src / DETAIL_LOG).is_file():

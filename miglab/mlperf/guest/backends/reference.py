@@ -326,7 +326,8 @@ class ReferenceBackend(Backend):
     ) -> Path:
         import mlperf_loadgen as lg
 
-        from miglab.formats.loadgen import DETAIL_LOG, RUN_META
+        from miglab.formats.loadgen import DETAIL_LOG
+        from miglab.formats.run_meta import RUN_META
 
         s = self.settings
         if s is None or self.engine is None:
@@ -520,8 +521,8 @@ class ReferenceBackend(Backend):
 
 def _loadgen_result(run_dir: Path, benchmark: str) -> dict:
     """LoadGen's verdict on a run, read with the collector."""
+    from miglab.core.runs import parse_run
     from miglab.errors import ValidationError
-    from miglab.formats.loadgen import parse_run
 
     try:
         r = parse_run(run_dir, benchmark=benchmark)

@@ -1,0 +1,137 @@
+"""miglab's run metadata, ``miglab_run.json``: what a runner writes beside LoadGen's logs (SUT,
+device, weights, inputs, placement, start and end). It is read from the run directory and its
+parents up to the campaign directory (nearest wins); see ``miglab/mlperf/README.md``.
+
+Only the standard library is used.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from miglab.errors import Problem, Problems, ValidationError
+
+__all__ = ["RUN_META", "RunMeta", "read_run_meta"]
+
+RUN_META = "miglab_run.json"
+RUN_META_FIELDS = {
+    "schema": str,
+    "simulated": bool,
+    "backend": str,
+    "weights": str,
+    "inputs": str,
+    "benchmark": str,
+    "scenario": str,
+    "vm": str,
+    "profile": str,
+    "vgpu_type": str,
+    "run": int,
+    "started_at": str,
+    "finished_at": str,
+    "notes": str,
+}
+WEIGHTS = ("real", "random")
+INPUTS = ("real", "synthetic")
+
+
+@dataclass(frozen=True)
+class RunMeta:
+    """``miglab_run.json``: what produced a run (see README.md beside this module)."""
+
+    files: tuple[str, ...] = ()
+    simulated: bool | None = None
+    backend: str | None = None
+    weights: str | None = None  # "real" | "random"
+    inputs: str | None = None  # "real" | "synthetic"
+    benchmark: str | None = None
+    scenario: str | None = None
+    vm: str | None = None
+    profile: str | None = None
+    vgpu_type: str | None = None
+    run: int | None = None
+    started_at: datetime | None = None  # timezone-aware
+    finished_at: datetime | None = None
+    notes: str | None = None
+    extra: dict = field(default_factory=dict)
+
+    def as_json(self) -> dict:
+        out = {
+            "files": list(self.files),
+            "simulated": self.simulated,
+            "backend": self.backend,
+            "weights": self.weights,
+            "inputs": self.inputs,
+        }
+        for k in ("benchmark", "scenario", "vm", "profile", "vgpu_type", "run", "notes"):
+            if getattr(self, k) is not None:
+                out[k] = getattr(self, k)
+        for k in ("started_at", "finished_at"):
+            if getattr(self, k) is not None:
+                out[k] = getattr(self, k).isoformat()
+        if self.extra:
+            out["extra"] = self.extra
+        return out
+
+
+def _parse_iso(s: str) -> datetime | None:
+    try:
+        d = datetime.fromisoformat(s.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return d if d.tzinfo is not None else None
+
+
+def read_run_meta(run_dir: str | Path, levels: int = 6) -> RunMeta:
+    """Merge ``miglab_run.json`` from ``run_dir`` and up to ``levels`` parents (nearest wins)."""
+    d = Path(run_dir)
+    chain = [d, *list(d.parents)[:levels]]
+    merged: dict = {}
+    files: list[str] = []
+    for folder in reversed(chain):  # farthest first, so nearer files override
+        f = folder / RUN_META
+        if not f.is_file():
+            continue
+        merged.update(_load_run_meta_file(f))
+        files.append(str(f))
+    if not files:
+        return RunMeta()
+    known = {k: merged.pop(k) for k in list(merged) if k in RUN_META_FIELDS}
+    for k in ("started_at", "finished_at"):
+        if k in known:
+            known[k] = _parse_iso(known[k])
+    known.pop("schema", None)
+    return RunMeta(files=tuple(reversed(files)), extra=merged, **known)
+
+
+def _load_run_meta_file(f: Path) -> dict:
+    p = Problems(str(f))
+    try:
+        data = json.loads(f.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValidationError([Problem(str(f), "", f"cannot read: {exc}")]) from None
+    except json.JSONDecodeError as exc:
+        raise ValidationError(
+            [Problem(str(f), "", f"not JSON: {exc.msg} at line {exc.lineno}")]
+        ) from None
+    if not isinstance(data, dict):
+        raise ValidationError([Problem(str(f), "", "must be a JSON object")])
+    for k, typ in RUN_META_FIELDS.items():
+        if k not in data or data[k] is None:
+            continue
+        v = data[k]
+        if typ is int and (isinstance(v, bool) or not isinstance(v, int)):
+            p.add(k, f"must be an integer, got {type(v).__name__}")
+        elif typ is not int and not isinstance(v, typ):
+            p.add(k, f"must be a {typ.__name__}, got {type(v).__name__}")
+    if isinstance(data.get("weights"), str) and data["weights"] not in WEIGHTS:
+        p.add("weights", f"must be one of {', '.join(WEIGHTS)}, got {data['weights']!r}")
+    if isinstance(data.get("inputs"), str) and data["inputs"] not in INPUTS:
+        p.add("inputs", f"must be one of {', '.join(INPUTS)}, got {data['inputs']!r}")
+    for k in ("started_at", "finished_at"):
+        if isinstance(data.get(k), str) and _parse_iso(data[k]) is None:
+            p.add(k, f"must be an ISO 8601 time with a time zone, got {data[k]!r}")
+    p.raise_if_any()
+    return {k: v for k, v in data.items() if v is not None}
