@@ -418,13 +418,29 @@ def pack(
     hosts = {h.name: h for h in lab.hosts}
     slots = [s for s in lab.gpu_slots() if allowed_gpus is None or s in allowed_gpus]
     vcpu_cap = {h.name: h.vcpu_capacity for h in lab.hosts}
-    if host_vcpu_limit:
-        vcpu_cap.update(host_vcpu_limit)
+    vcpu_cap.update(host_vcpu_limit or {})
     mem_cap = {h.name: h.memory_capacity_gb for h in lab.hosts}
-    if host_memory_limit:
-        mem_cap.update(host_memory_limit)
+    mem_cap.update(host_memory_limit or {})
+    _check_capacity(order, hosts, slots, vcpu_cap, mem_cap)
 
-    # Quick, clear reasons before searching.
+    search = _PackSearch(order, hosts, slots, vcpu_cap, mem_cap, max_gpus, node_limit)
+    if not search.greedy():
+        search.clear()
+        # Exact search only where it is affordable (greedy handles large scenarios) and where
+        # the GPUs' total compute and memory slices could hold the MIG VMs at all (a scheduler
+        # trying a scenario on the GPUs left free would otherwise search in vain).
+        if (
+            len(order) > EXACT_SEARCH_MAX_VMS
+            or not _slices_suffice(order, [hosts[h].gpus[i] for h, i in slots], max_gpus)
+            or not search.exact(0)
+        ):
+            raise PackError(_explain_pack_failure(order, lab, slots, vcpu_cap, mem_cap, max_gpus))
+    return _packing(search, hosts, slots)
+
+
+def _check_capacity(order, hosts, slots, vcpu_cap, mem_cap) -> None:
+    """Quick, clear reasons before searching: a VM that fits on no GPU/host at all, or more
+    vCPUs or reserved memory than the lab allows."""
     for vm in order:
         fits_somewhere = False
         for host_name, idx in slots:
@@ -444,22 +460,36 @@ def pack(
                 f"VM {vm.name} ({_vgpu_name(vm.vgpu)}, {vm.vcpus} vCPUs, {vm.memory_gb} GB) "
                 "fits on no GPU/host of the lab"
             )
-    need_vcpus = sum(vm.vcpus for vm in vms)
+    need_vcpus = sum(vm.vcpus for vm in order)
     have_vcpus = sum(vcpu_cap[h] for h in {s[0] for s in slots})
     if need_vcpus > have_vcpus:
         raise PackError(f"needs {need_vcpus} vCPUs, the lab allows {have_vcpus}")
-    need_mem = sum(vm.memory_gb for vm in vms)
+    need_mem = sum(vm.memory_gb for vm in order)
     have_mem = sum(mem_cap[h] for h in {s[0] for s in slots})
     if need_mem > have_mem:
         raise PackError(f"needs {need_mem} GB of reserved memory, the lab has {have_mem} GB")
 
-    state_gpu: dict[tuple[str, int], list[VmRequest]] = {}
-    state_vcpu = dict.fromkeys(hosts, 0)
-    state_mem = dict.fromkeys(hosts, 0)
 
-    def gpu_accepts(slot, vm) -> bool:
-        model = hosts[slot[0]].gpus[slot[1]]
-        current = state_gpu.get(slot, [])
+class _PackSearch:
+    """The placement search: which VMs each GPU holds and each host's vCPU and memory use, a
+    greedy first fit, and an exact backtracking search over GPU choice."""
+
+    def __init__(self, order, hosts, slots, vcpu_cap, mem_cap, max_gpus, node_limit):
+        self.order, self.hosts, self.slots = order, hosts, slots
+        self.vcpu_cap, self.mem_cap = vcpu_cap, mem_cap
+        self.max_gpus, self.node_limit = max_gpus, node_limit
+        self.gpu: dict[tuple[str, int], list[VmRequest]] = {}
+        self.vcpu = dict.fromkeys(hosts, 0)
+        self.mem = dict.fromkeys(hosts, 0)
+        self.nodes = 0
+        # States known to fail. What the remaining VMs can do depends only on which vGPUs each
+        # GPU holds and on each host's vCPU and memory use, not on which of two alike VMs went
+        # where: without this, an infeasible scenario on a few GPUs retries every permutation.
+        self.dead: set[tuple] = set()
+
+    def gpu_accepts(self, slot, vm) -> bool:
+        model = self.hosts[slot[0]].gpus[slot[1]]
+        current = self.gpu.get(slot, [])
         if isinstance(vm.vgpu, MigProfile):
             if any(not isinstance(v.vgpu, MigProfile) for v in current):
                 return False
@@ -470,29 +500,29 @@ def pack(
             return False
         return len(current) < vm.vgpu.max_per_gpu
 
-    def host_accepts(host_name, vm) -> bool:
+    def host_accepts(self, host_name, vm) -> bool:
         return (
-            state_vcpu[host_name] + vm.vcpus <= vcpu_cap[host_name]
-            and state_mem[host_name] + vm.memory_gb <= mem_cap[host_name]
+            self.vcpu[host_name] + vm.vcpus <= self.vcpu_cap[host_name]
+            and self.mem[host_name] + vm.memory_gb <= self.mem_cap[host_name]
         )
 
-    def candidates(vm):
+    def candidates(self, vm):
         """GPUs already used by the scenario first, then one fresh GPU per equivalence class
         (same model on a host in the same state: trying a second one cannot help)."""
-        yield from (s for s in slots if s in state_gpu)
-        if max_gpus is not None and len(state_gpu) >= max_gpus:
+        yield from (s for s in self.slots if s in self.gpu)
+        if self.max_gpus is not None and len(self.gpu) >= self.max_gpus:
             return
         seen: set[tuple] = set()
-        for slot in slots:
-            if slot in state_gpu:
+        for slot in self.slots:
+            if slot in self.gpu:
                 continue
-            host = hosts[slot[0]]
-            host_in_use = any(h == host.name for h, _ in state_gpu)
+            host = self.hosts[slot[0]]
+            host_in_use = any(h == host.name for h, _ in self.gpu)
             key = (
                 host.gpus[slot[1]].name,
                 host.name if host_in_use else None,
-                state_vcpu[host.name],
-                state_mem[host.name],
+                self.vcpu[host.name],
+                self.mem[host.name],
                 host.cpus,
                 host.memory_gb,
             )
@@ -500,97 +530,83 @@ def pack(
                 seen.add(key)
                 yield slot
 
-    def place(slot, vm) -> None:
-        state_gpu.setdefault(slot, []).append(vm)
-        state_vcpu[slot[0]] += vm.vcpus
-        state_mem[slot[0]] += vm.memory_gb
+    def place(self, slot, vm) -> None:
+        self.gpu.setdefault(slot, []).append(vm)
+        self.vcpu[slot[0]] += vm.vcpus
+        self.mem[slot[0]] += vm.memory_gb
 
-    def unplace(slot, vm) -> None:
-        state_gpu[slot].remove(vm)
-        if not state_gpu[slot]:
-            del state_gpu[slot]
-        state_vcpu[slot[0]] -= vm.vcpus
-        state_mem[slot[0]] -= vm.memory_gb
+    def unplace(self, slot, vm) -> None:
+        self.gpu[slot].remove(vm)
+        if not self.gpu[slot]:
+            del self.gpu[slot]
+        self.vcpu[slot[0]] -= vm.vcpus
+        self.mem[slot[0]] -= vm.memory_gb
 
-    def greedy() -> bool:
+    def clear(self) -> None:
+        for slot in list(self.gpu):
+            for vm in list(self.gpu[slot]):
+                self.unplace(slot, vm)
+
+    def greedy(self) -> bool:
         """First fit, biggest vGPUs first; a GPU that refused a profile refuses it again later
         (its instances only grow), which keeps large labs fast."""
         refused: set[tuple] = set()
-        for vm in order:
-            for slot in candidates(vm):
-                if (slot, vm.vgpu.name) in refused or not host_accepts(slot[0], vm):
+        for vm in self.order:
+            for slot in self.candidates(vm):
+                if (slot, vm.vgpu.name) in refused or not self.host_accepts(slot[0], vm):
                     continue
-                if gpu_accepts(slot, vm):
-                    place(slot, vm)
+                if self.gpu_accepts(slot, vm):
+                    self.place(slot, vm)
                     break
                 refused.add((slot, vm.vgpu.name))
             else:
                 return False
         return True
 
-    nodes = 0
-    # States known to fail. What the remaining VMs can do depends only on which vGPUs each GPU
-    # holds and on each host's vCPU and memory use, not on which of two alike VMs went where:
-    # without this, an infeasible scenario on a few GPUs retries every permutation.
-    dead: set[tuple] = set()
-
-    def state_key(k: int) -> tuple:
+    def _state_key(self, k: int) -> tuple:
         gpus_key = tuple(
             sorted(
                 (slot, tuple(sorted(_vgpu_name(v.vgpu) for v in vms)))
-                for slot, vms in state_gpu.items()
+                for slot, vms in self.gpu.items()
             )
         )
-        return (k, gpus_key, tuple(sorted(state_vcpu.items())), tuple(sorted(state_mem.items())))
+        return (k, gpus_key, tuple(sorted(self.vcpu.items())), tuple(sorted(self.mem.items())))
 
-    def exact(k: int) -> bool:
-        nonlocal nodes
-        if k == len(order):
+    def exact(self, k: int) -> bool:
+        if k == len(self.order):
             return True
-        key = state_key(k)
-        if key in dead:
+        key = self._state_key(k)
+        if key in self.dead:
             return False
-        nodes += 1
-        if nodes > node_limit:
-            raise PackError(f"placement search gave up after {node_limit} steps")
-        vm = order[k]
-        for slot in list(candidates(vm)):
-            if host_accepts(slot[0], vm) and gpu_accepts(slot, vm):
-                place(slot, vm)
-                if exact(k + 1):
+        self.nodes += 1
+        if self.nodes > self.node_limit:
+            raise PackError(f"placement search gave up after {self.node_limit} steps")
+        vm = self.order[k]
+        for slot in list(self.candidates(vm)):
+            if self.host_accepts(slot[0], vm) and self.gpu_accepts(slot, vm):
+                self.place(slot, vm)
+                if self.exact(k + 1):
                     return True
-                unplace(slot, vm)
-        dead.add(key)
+                self.unplace(slot, vm)
+        self.dead.add(key)
         return False
 
-    if not greedy():
-        for slot in list(state_gpu):
-            for vm in list(state_gpu[slot]):
-                unplace(slot, vm)
-        # Exact search only where it is affordable (greedy handles large scenarios) and where
-        # the GPUs' total compute and memory slices could hold the MIG VMs at all (a scheduler
-        # trying a scenario on the GPUs left free would otherwise search in vain).
-        if (
-            len(order) > EXACT_SEARCH_MAX_VMS
-            or not _slices_suffice(order, [hosts[h].gpus[i] for h, i in slots], max_gpus)
-            or not exact(0)
-        ):
-            raise PackError(_explain_pack_failure(order, lab, slots, vcpu_cap, mem_cap, max_gpus))
 
+def _packing(search: _PackSearch, hosts, slots) -> Packing:
+    """The result of a finished search: each GPU's MIG layout (starts handed to VMs of a
+    profile in VM-name order) or time-sliced type, and each VM's placement."""
     placements: list[VmPlacement] = []
     gpus: list[GpuUse] = []
     for slot in slots:
-        if slot not in state_gpu:
+        if slot not in search.gpu:
             continue
-        host = hosts[slot[0]]
-        model = host.gpus[slot[1]]
-        members = state_gpu[slot]
+        model = hosts[slot[0]].gpus[slot[1]]
+        members = search.gpu[slot]
         use = GpuUse(slot[0], slot[1], model, vms=list(members))
         if isinstance(members[0].vgpu, MigProfile):
             layout = fit(model, [v.vgpu for v in members])
-            assert layout is not None  # accepted above
+            assert layout is not None  # accepted by the search
             use.mig = layout
-            # Hand out starts to VMs of each profile in VM-name order.
             starts: dict[str, list[int]] = {}
             for inst in layout.instances:
                 starts.setdefault(inst.profile.name, []).append(inst.start)
@@ -608,8 +624,8 @@ def pack(
     return Packing(
         placements,
         gpus,
-        {h: v for h, v in state_vcpu.items() if v},
-        {h: v for h, v in state_mem.items() if v},
+        {h: v for h, v in search.vcpu.items() if v},
+        {h: v for h, v in search.mem.items() if v},
     )
 
 
