@@ -409,6 +409,10 @@ QUERY_KEYS = (
     "fb_memory_total_mib",
     "serial",
     "uuid",
+    # a vGPU guest's licence (NVIDIA Virtual GPU Client Licensing User Guide): its section
+    # "vGPU Software Licensed Product" (None outside a vGPU guest; text form only)
+    "licensed_product",
+    "license_status",
 )
 
 _GPU_SECTION_RE = re.compile(
@@ -431,6 +435,8 @@ _TEXT_PATHS = {
     ("FB Memory Usage", "Total"): "fb_memory_total_mib",
     ("Serial Number",): "serial",
     ("GPU UUID",): "uuid",
+    ("vGPU Software Licensed Product", "Product Name"): "licensed_product",
+    ("vGPU Software Licensed Product", "License Status"): "license_status",
 }
 # element path inside <gpu> of `nvidia-smi -q -x` -> result key
 _XML_PATHS = {

@@ -1,19 +1,14 @@
 """Guest-side logic of the guest roles: NVIDIA GRID driver state and Docker's daemon.json.
 
-This file is also shipped to the managed guests as Ansible module_utils (the modules
-``miglab.lab.docker_daemon_json``, ``miglab.lab.nvidia_driver_info`` and
-``miglab.lab.vgpu_license`` import it as ``plugins/module_utils/miglab_guest.py``, a link to this
-file), so it uses only the Python standard library, imports nothing from the rest of miglab and
-never imports Ansible. Python 3.8+ syntax only: guests may run Ubuntu 20.04's Python.
+This file is shipped to the managed guests as Ansible module_utils (the modules
+``miglab.lab.docker_daemon_json`` and ``miglab.lab.nvidia_driver_info`` import it), so it uses
+only the Python standard library, imports nothing from the rest of miglab and never imports
+Ansible. Python 3.8+ syntax only: guests may run Ubuntu 20.04's Python. A guest's ``nvidia-smi
+-q`` is read on the controller instead, by miglab's one parser of it (``miglab.formats.nvsmi``,
+for the action ``miglab.lab.vgpu_license``).
 
 Formats understood, each from real output:
 
-* ``nvidia-smi -q``: the ``Driver Version`` header and, per GPU, ``Product Name``,
-  ``GPU Virtualization Mode / Virtualization Mode`` and the ``vGPU Software Licensed Product``
-  block (``Product Name``, ``License Status : Licensed (Expiry: 2025-3-19 7:29:4 GMT)`` or
-  ``Unlicensed (Unrestricted)`` / ``Unlicensed (Restricted)``), as printed by a vGPU guest
-  (NVIDIA Virtual GPU Client Licensing User Guide, "Verifying the NVIDIA vGPU Software License
-  on a Licensed Client"; the full guest capture quoted in VMware TKGI's "Create GPU Clusters").
 * ``nvidia-installer --version`` / ``NVIDIA-Linux-x86_64-<v>-grid.run --version``:
   ``nvidia-installer:  version 535.216.01  (buildmeister@...)  <date>``.
 * ``nvidia-smi --version`` (R535+): ``DRIVER version      : 580.159.04``.
@@ -33,22 +28,17 @@ import re
 
 __all__ = [
     "GuestError",
-    "LICENSED_PRODUCT_SECTION",
     "daemon_json_diff",
     "dump_daemon_json",
-    "license_problem",
     "load_daemon_json",
     "merge_daemon_json",
     "needs_reboot",
     "nvidia_runtime_settings",
     "parse_installer_version",
     "parse_kernel_module_version",
-    "parse_nvidia_smi_query",
     "parse_nvidia_smi_version",
     "version_tuple",
 ]
-
-LICENSED_PRODUCT_SECTION = "vGPU Software Licensed Product"
 
 
 class GuestError(ValueError):
@@ -111,117 +101,6 @@ def needs_reboot(
     if installed and loaded and loaded != installed:
         return True, f"kernel module {loaded} is loaded but driver {installed} is installed"
     return False, ""
-
-
-# --------------------------------------------------------------------------------------------
-# nvidia-smi -q
-# --------------------------------------------------------------------------------------------
-
-_KV_RE = re.compile(r"^(?P<indent>\s*)(?P<key>[^:]*?)\s*:\s?(?P<value>.*?)\s*$")
-_GPU_RE = re.compile(
-    r"^GPU\s+(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$"
-)
-_STATUS_RE = re.compile(r"^(?P<state>[^(]+?)\s*(?:\((?P<detail>[^)]*)\))?$")
-
-
-def parse_nvidia_smi_query(text: str) -> dict:
-    """The licence-related part of ``nvidia-smi -q``.
-
-    Returns ``{"driver_version", "cuda_version", "gpus": [...]}``; each GPU is a dict with
-    ``bus_id``, ``product_name``, ``virtualization_mode``, ``licensed_product``,
-    ``license_status`` (verbatim), ``license_state`` (``Licensed``/``Unlicensed``/...),
-    ``license_detail`` (``Expiry: ...``, ``Unrestricted``, ...), ``license_expiry`` and
-    ``licensed`` (bool). GPUs without a ``vGPU Software Licensed Product`` block have ``None``
-    there. GuestError when the text is not ``nvidia-smi -q`` output.
-    """
-    if "NVSMI LOG" not in (text or ""):
-        first = (text or "").strip().splitlines()[:1]
-        raise GuestError(
-            "not nvidia-smi -q output (no 'NVSMI LOG' header)"
-            + (f"; it starts with {first[0][:120]!r}" if first else "; it is empty")
-        )
-    result = {"driver_version": None, "cuda_version": None, "gpus": []}
-    gpu = None
-    stack: list[tuple[int, str]] = []  # (indent, section title) of the open sections
-    for raw in text.splitlines():
-        if not raw.strip():
-            continue
-        m = _GPU_RE.match(raw)
-        if m:
-            gpu = _new_gpu(m.group("bus"))
-            result["gpus"].append(gpu)
-            stack = []
-            continue
-        indent = len(raw.expandtabs()) - len(raw.expandtabs().lstrip(" "))
-        while stack and stack[-1][0] >= indent:
-            stack.pop()
-        if ":" not in raw:  # a section title ("    MIG Mode")
-            stack.append((indent, raw.strip()))
-            continue
-        kv = _KV_RE.match(raw)
-        if not kv:
-            continue
-        key, value = kv.group("key").strip(), kv.group("value")
-        section = stack[-1][1] if stack else ""
-        if gpu is None:
-            if key == "Driver Version":
-                result["driver_version"] = value
-            elif key == "CUDA Version":
-                result["cuda_version"] = value
-            continue
-        if section == "" and key == "Product Name":
-            gpu["product_name"] = value
-        elif section == "GPU Virtualization Mode" and key == "Virtualization Mode":
-            gpu["virtualization_mode"] = value
-        elif section == LICENSED_PRODUCT_SECTION and key == "Product Name":
-            gpu["licensed_product"] = value
-        elif section == LICENSED_PRODUCT_SECTION and key == "License Status":
-            _set_status(gpu, value)
-    if result["driver_version"] is None:
-        raise GuestError("nvidia-smi -q output without a 'Driver Version' line")
-    return result
-
-
-def _new_gpu(bus_id: str) -> dict:
-    return {
-        "bus_id": bus_id,
-        "product_name": None,
-        "virtualization_mode": None,
-        "licensed_product": None,
-        "license_status": None,
-        "license_state": None,
-        "license_detail": None,
-        "license_expiry": None,
-        "licensed": False,
-    }
-
-
-def _set_status(gpu: dict, value: str) -> None:
-    gpu["license_status"] = value
-    m = _STATUS_RE.match(value)
-    state, detail = (m.group("state"), m.group("detail")) if m else (value, None)
-    gpu["license_state"] = state
-    gpu["license_detail"] = detail
-    if detail and detail.startswith("Expiry:"):
-        gpu["license_expiry"] = detail.split(":", 1)[1].strip()
-    gpu["licensed"] = state == "Licensed"
-
-
-def license_problem(query: dict) -> str | None:
-    """``None`` when every GPU reports a vGPU licence, else one line saying what is missing."""
-    gpus = query.get("gpus") or []
-    if not gpus:
-        return "nvidia-smi -q lists no GPU"
-    problems = []
-    for g in gpus:
-        name = f"GPU {g['bus_id']} ({g.get('product_name') or 'unknown product'})"
-        if g.get("license_status") is None:
-            problems.append(
-                f"{name} has no '{LICENSED_PRODUCT_SECTION}' section (not a vGPU guest driver?)"
-            )
-        elif not g.get("licensed"):
-            problems.append(f"{name} License Status is '{g['license_status']}'")
-    return "; ".join(problems) or None
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 #!/usr/bin/python
-"""Ansible module miglab.lab.vgpu_license: wait until nvidia-smi -q reports the vGPU licensed."""
+"""Documentation of miglab.lab.vgpu_license, an action plugin (plugins/action/vgpu_license.py): it
+runs nvidia-smi -q on the guest and reads it on the controller with miglab's one parser."""
 
 from __future__ import annotations
 
@@ -77,78 +78,3 @@ waited_s:
   returned: always
   type: float
 """
-
-import time  # noqa: E402
-
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.miglab.lab.plugins.module_utils.miglab_guest import (  # noqa: E402
-    GuestError,
-    license_problem,
-    parse_nvidia_smi_query,
-)
-
-HINT = (
-    "Check the client configuration token in /etc/nvidia/ClientConfigToken/ (NVIDIA License "
-    "System) or ServerAddress/ServerPort in /etc/nvidia/gridd.conf (legacy license server), "
-    "FeatureType, that the license server is reachable from this guest, and "
-    "'journalctl -u nvidia-gridd'."
-)
-
-
-def poll(module: AnsibleModule, smi: str) -> tuple[dict | None, str | None]:
-    """(parsed nvidia-smi -q, None) or (None / parsed, problem)."""
-    rc, out, err = module.run_command([smi, "-q"])
-    if rc != 0:
-        detail = (err or out).strip().splitlines()
-        return None, f"nvidia-smi -q exited {rc}: {detail[-1] if detail else 'no output'}"
-    try:
-        query = parse_nvidia_smi_query(out)
-    except GuestError as exc:
-        return None, str(exc)
-    return query, license_problem(query)
-
-
-def main() -> None:
-    module = AnsibleModule(
-        argument_spec={
-            "timeout": {"type": "int", "default": 300},
-            "interval": {"type": "int", "default": 5},
-            "nvidia_smi": {"type": "str", "default": "nvidia-smi"},
-        },
-        supports_check_mode=True,
-    )
-    timeout = max(0, module.params["timeout"])
-    interval = max(1, module.params["interval"])
-    smi = module.get_bin_path(module.params["nvidia_smi"])
-    result: dict = {"changed": False, "licensed": False, "attempts": 0, "waited_s": 0.0}
-    if not smi:
-        if module.check_mode:
-            module.exit_json(msg="nvidia-smi is not installed (yet); nothing to check", **result)
-        module.fail_json(
-            msg=f"{module.params['nvidia_smi']} not found: is the GRID guest driver installed?",
-            **result,
-        )
-    start = time.monotonic()
-    while True:
-        query, problem = poll(module, smi)
-        result["attempts"] += 1
-        result["waited_s"] = round(time.monotonic() - start, 1)
-        if query is not None:
-            result["driver_version"] = query["driver_version"]
-            result["gpus"] = query["gpus"]
-        if problem is None:
-            result["licensed"] = True
-            module.exit_json(**result)
-        if module.check_mode:
-            module.exit_json(msg=f"not licensed (check mode, not waiting): {problem}", **result)
-        if time.monotonic() - start + interval > timeout:
-            break
-        time.sleep(interval)
-    module.fail_json(
-        msg=f"vGPU licence not acquired within {timeout} s: {problem}. {HINT}",
-        **result,
-    )
-
-
-if __name__ == "__main__":
-    main()

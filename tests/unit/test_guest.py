@@ -1,6 +1,6 @@
-"""plugins/module_utils/miglab_guest.py: GRID driver / licence state from real nvidia-smi output,
-daemon.json merging,
-and the NVIDIA stand-ins of miglab/sim/standins checked against the same parsers."""
+"""plugins/module_utils/miglab_guest.py: GRID driver state from real installer and nvidia-smi
+output, daemon.json merging, and the NVIDIA stand-ins of miglab/sim/standins checked against the
+same parsers (the licence in nvidia-smi -q: tests/unit/test_vgpu_license.py)."""
 
 from __future__ import annotations
 
@@ -18,163 +18,21 @@ from miglab_guest import (
     GuestError,
     daemon_json_diff,
     dump_daemon_json,
-    license_problem,
     load_daemon_json,
     merge_daemon_json,
     needs_reboot,
     nvidia_runtime_settings,
     parse_installer_version,
     parse_kernel_module_version,
-    parse_nvidia_smi_query,
     parse_nvidia_smi_version,
     version_tuple,
 )
 
+from miglab.core.vgpu_license import license_problem, read_license
+
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "nvidia-smi"
 STANDINS = ROOT / "miglab" / "sim" / "standins"
-
-# A real vGPU guest's `nvidia-smi -q` (GRID V100D-8C, driver 535.216.01), the lines from the top
-# to the licence block, verbatim as quoted in VMware Tanzu Kubernetes Grid Integrated Edition's
-# documentation, "Create GPU Clusters" (sample output of "nvidia-smi -q" in a vGPU worker).
-V100D_GUEST_Q = """
-==============NVSMI LOG==============
-
-Timestamp                                 : Thu Dec 19 07:31:27 2024
-Driver Version                            : 535.216.01
-CUDA Version                              : 12.2
-
-Attached vGPUs                             : 1
-GPU 00000000:02:00.0
-    Product Name                          : GRID V100D-8C
-    Product Brand                         : NVIDIA Virtual Compute Server
-    Product Architecture                  : Volta
-    Display Mode                          : Enabled
-    Display Active                        : Disabled
-    Persistence Mode                      : Enabled
-    Addressing Mode                       : N/A
-    MIG Mode
-        Current                           : Disabled
-        Pending                           : Disabled
-    Accounting Mode                       : Disabled
-    Accounting Mode Buffer Size           : 4000
-    Driver Model
-        Current                           : N/A
-        Pending                           : N/A
-    Serial Number                         : N/A
-    GPU UUID                              : GPU-57abc772-1dd3-11b2-8fae-e31710b8f307
-    Minor Number                          : 0
-    VBIOS Version                         : 00.00.00.00.00
-    MultiGPU Board                        : No
-    Board ID                              : 0x200
-    Board Part Number                     : N/A
-    GPU Part Number                       : 1DB6-897-A1
-    FRU Part Number                       : N/A
-    Module ID                             : N/A
-    Inforom Version
-        Image Version                     : N/A
-        OEM Object                        : N/A
-        ECC Object                        : N/A
-        Power Management Object           : N/A
-    Inforom BBX Object Flush
-        Latest Timestamp                  : N/A
-        Latest Duration                   : N/A
-    GPU Operation Mode
-        Current                           : N/A
-        Pending                           : N/A
-    GSP Firmware Version                  : N/A
-    GPU Virtualization Mode
-        Virtualization Mode               : VGPU
-        Host VGPU Mode                    : N/A
-    vGPU Software Licensed Product
-        Product Name                      : NVIDIA Virtual Compute Server
-        License Status                    : Licensed (Expiry: 2025-3-19 7:29:4 GMT)
-    GPU Reset Status
-        Reset Required                    : N/A
-        Drain and Reset Recommended       : N/A
-"""
-
-
-def with_status(status: str, text: str = V100D_GUEST_Q) -> str:
-    return text.replace("Licensed (Expiry: 2025-3-19 7:29:4 GMT)", status)
-
-
-# ---------------------------------------------------------------------------------------------
-# nvidia-smi -q
-# ---------------------------------------------------------------------------------------------
-
-
-def test_real_vgpu_guest_licensed():
-    q = parse_nvidia_smi_query(V100D_GUEST_Q)
-    assert q["driver_version"] == "535.216.01"
-    assert q["cuda_version"] == "12.2"
-    (gpu,) = q["gpus"]
-    assert gpu["bus_id"] == "00000000:02:00.0"
-    assert gpu["product_name"] == "GRID V100D-8C"  # not the licensed product's name
-    assert gpu["virtualization_mode"] == "VGPU"
-    assert gpu["licensed_product"] == "NVIDIA Virtual Compute Server"
-    assert gpu["license_status"] == "Licensed (Expiry: 2025-3-19 7:29:4 GMT)"
-    assert gpu["license_state"] == "Licensed"
-    assert gpu["license_expiry"] == "2025-3-19 7:29:4 GMT"
-    assert gpu["licensed"] is True
-    assert license_problem(q) is None
-
-
-@pytest.mark.parametrize(
-    ("status", "state", "detail"),
-    [
-        ("Unlicensed (Unrestricted)", "Unlicensed", "Unrestricted"),  # grace period
-        ("Unlicensed (Restricted)", "Unlicensed", "Restricted"),  # throttled
-        ("Unlicensed", "Unlicensed", None),
-    ],
-)
-def test_unlicensed_states(status, state, detail):
-    q = parse_nvidia_smi_query(with_status(status))
-    gpu = q["gpus"][0]
-    assert (gpu["license_state"], gpu["license_detail"], gpu["licensed"]) == (state, detail, False)
-    assert gpu["license_expiry"] is None
-    assert (
-        license_problem(q) == f"GPU 00000000:02:00.0 (GRID V100D-8C) License Status is '{status}'"
-    )
-
-
-def test_licensed_without_expiry():
-    # Older guests print just "Licensed" (a vgpu-mgr write-up's `nvidia-smi -a` excerpt).
-    q = parse_nvidia_smi_query(with_status("Licensed"))
-    assert q["gpus"][0]["licensed"] is True
-    assert q["gpus"][0]["license_expiry"] is None
-
-
-def test_two_vgpus_one_unlicensed():
-    second = V100D_GUEST_Q.split("Attached vGPUs")[1].split("\n", 1)[1]
-    second = with_status("Unlicensed (Unrestricted)", second).replace("02:00.0", "02:01.0")
-    q = parse_nvidia_smi_query(V100D_GUEST_Q + second)
-    assert [g["licensed"] for g in q["gpus"]] == [True, False]
-    assert license_problem(q).startswith("GPU 00000000:02:01.0 (GRID V100D-8C) License Status")
-
-
-def test_real_passthrough_capture_has_no_licence_section():
-    q = parse_nvidia_smi_query((FIXTURES / "h200-q.txt").read_text())
-    assert q["driver_version"] == "580.159.04"
-    assert q["cuda_version"] == "13.0"
-    (gpu,) = q["gpus"]
-    assert (gpu["product_name"], gpu["virtualization_mode"]) == ("NVIDIA H200", "Pass-Through")
-    assert gpu["license_status"] is None
-    assert "has no 'vGPU Software Licensed Product' section" in license_problem(q)
-
-
-@pytest.mark.parametrize(
-    "text", ["", "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."]
-)
-def test_not_query_output(text):
-    with pytest.raises(GuestError, match="not nvidia-smi -q output"):
-        parse_nvidia_smi_query(text)
-
-
-def test_no_gpus_is_a_problem():
-    q = parse_nvidia_smi_query(V100D_GUEST_Q.split("GPU 0000")[0])
-    assert license_problem(q) == "nvidia-smi -q lists no GPU"
-
 
 # ---------------------------------------------------------------------------------------------
 # versions and reboots
@@ -202,7 +60,8 @@ def test_installer_version(text, version):
 def test_nvidia_smi_version_real_capture():
     text = (FIXTURES / "h200-version.txt").read_text()
     assert parse_nvidia_smi_version(text) == "580.159.04"
-    assert parse_nvidia_smi_version(V100D_GUEST_Q) == "535.216.01"  # -q works too
+    v100d_q = (FIXTURES / "v100d-vgpu-guest-q.txt").read_text()
+    assert parse_nvidia_smi_version(v100d_q) == "535.216.01"  # -q works too
     assert parse_nvidia_smi_version("") is None
 
 
@@ -347,13 +206,13 @@ def run_smi(share: Path, state: Path, *args: str) -> str:
 
 def test_standin_nvidia_smi_q_unlicensed_then_licensed(smi_share, tmp_path):
     state = tmp_path / "standin-license.json"
-    q = parse_nvidia_smi_query(run_smi(smi_share, state, "-q"))
+    q = read_license(run_smi(smi_share, state, "-q"))
     (gpu,) = q["gpus"]
     assert q["driver_version"] == "535.216.01" and q["cuda_version"] == "12.2"
     assert (gpu["product_name"], gpu["virtualization_mode"]) == ("NVIDIA H200X-141C", "VGPU")
     assert gpu["license_status"] == "Unlicensed (Unrestricted)"
     state.write_text(json.dumps({"status": "Licensed", "expiry": "2026-12-1 9:5:7 GMT"}))
-    q = parse_nvidia_smi_query(run_smi(smi_share, state, "-q"))
+    q = read_license(run_smi(smi_share, state, "-q"))
     assert q["gpus"][0]["license_expiry"] == "2026-12-1 9:5:7 GMT"
     assert license_problem(q) is None
 

@@ -13,7 +13,7 @@ import pytest
 
 from testlib import ROOT
 
-GUEST_MODULES = ["docker_daemon_json", "nvidia_driver_info", "vgpu_license"]
+GUEST_MODULES = ["docker_daemon_json", "nvidia_driver_info"]
 CLAIMS = {
     "3.8": [
         ROOT / "plugins" / "module_utils" / "miglab_guest.py",

@@ -360,6 +360,8 @@ H200_QUERY = {
     "fb_memory_total_mib": 143771,
     "serial": "0000000000000",
     "uuid": "GPU-00000000-0000-0000-0000-000000000000",
+    "licensed_product": None,  # pass-through: no vGPU licence section
+    "license_status": None,
 }
 
 
