@@ -35,6 +35,21 @@ def ansible_env(extra: dict | None = None) -> dict:
     return environ
 
 
+def collection_module(name: str):
+    """``ansible_collections.miglab.lab.<name>`` (a plugin module of the checkout's collection),
+    imported through Ansible's collection loader as Ansible imports it: a plain import from
+    ``collections/`` would leave a package without the collection's metadata behind, which breaks
+    every later import through the loader (so the order the tests run in would matter)."""
+    import importlib
+
+    from ansible.plugins.loader import init_plugin_loader
+    from ansible.utils.collection_loader import AnsibleCollectionConfig
+
+    if AnsibleCollectionConfig.collection_finder is None:
+        init_plugin_loader([str(ROOT / "collections")])
+    return importlib.import_module(f"ansible_collections.miglab.lab.{name}")
+
+
 def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     """Run the real `miglab` entry point in a subprocess (exit codes and streams as users see)."""
     return subprocess.run(

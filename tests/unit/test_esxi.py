@@ -4,7 +4,6 @@ the decisions the ESXi host roles take (driver plan, MIG plan, graphics)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,7 @@ import pytest
 from miglab.core import esxi
 from miglab.errors import ValidationError
 from miglab.formats import esxcli
-from testlib import ROOT
+from testlib import ROOT, collection_module
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -521,11 +520,7 @@ def test_graphics_restart_pending():
 
 
 def test_filters_delegate_to_miglab():
-    sys.path.insert(0, str(ROOT / "collections"))
-    try:
-        from ansible_collections.miglab.lab.plugins.filter import esxi as filt
-    finally:
-        sys.path.pop(0)
+    filt = collection_module("plugins.filter.esxi")
     filters = filt.FilterModule().filters()
     assert all(name.startswith("esxi_") for name in filters)
     plan = filters["esxi_driver_plan"](facts(installed="535.154.02"), "535.154.02")

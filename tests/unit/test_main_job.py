@@ -15,7 +15,7 @@ from ansible.errors import AnsibleFilterError
 from miglab.adapters.inventory import load_checked
 from miglab.adapters.runner import Progress
 from miglab.core.planning import plan_campaign, vm_spec
-from testlib import FIXTURES, ROOT, SEED, run_cli
+from testlib import FIXTURES, ROOT, SEED, collection_module, run_cli
 
 DELL_OFFLINE = (
     FIXTURES
@@ -31,11 +31,7 @@ def run_cli_module(module, *args):
 
 
 def _filters(name):
-    sys.path.insert(0, str(ROOT / "collections"))
-    try:
-        mod = __import__(f"ansible_collections.miglab.lab.plugins.filter.{name}", fromlist=["x"])
-    finally:
-        sys.path.pop(0)
+    mod = collection_module(f"plugins.filter.{name}")
     return mod.FilterModule().filters()
 
 

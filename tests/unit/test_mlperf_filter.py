@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from testlib import FIXTURES, ROOT
+from testlib import FIXTURES, collection_module
 
 DELL_OFFLINE = (
     FIXTURES
@@ -24,11 +23,7 @@ DELL_OFFLINE = (
 
 @pytest.fixture(scope="module")
 def filters():
-    sys.path.insert(0, str(ROOT / "collections"))
-    try:
-        from ansible_collections.miglab.lab.plugins.filter import mlperf as filt
-    finally:
-        sys.path.pop(0)
+    filt = collection_module("plugins.filter.mlperf")
     found = filt.FilterModule().filters()
     assert all(name.startswith("mlperf_") for name in found)
     return found

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from miglab.mlperf.guest import barrier
-from testlib import OFFLINE_COUNTED, ROOT, wait_until
+from testlib import OFFLINE_COUNTED, ROOT, collection_module, wait_until
 
 SESSION = [sys.executable, "-m", "miglab.mlperf.guest.session", "start"]
 
@@ -157,11 +157,7 @@ def test_the_cleanup_removes_rounds_of_a_killed_session(tmp_path):
 
 
 def _session_rounds():
-    sys.path.insert(0, str(ROOT / "collections"))
-    try:
-        from ansible_collections.miglab.lab.plugins.filter.mlperf import mlperf_session_rounds
-    finally:
-        sys.path.pop(0)
+    mlperf_session_rounds = collection_module("plugins.filter.mlperf").mlperf_session_rounds
     return mlperf_session_rounds
 
 
@@ -201,11 +197,7 @@ def test_the_rounds_filter_gives_each_round_its_barrier_and_skips_valid_ones(tmp
 
 
 def test_a_round_said_ready_by_the_previous_answer_is_not_asked_again():
-    sys.path.insert(0, str(ROOT / "collections"))
-    try:
-        from ansible_collections.miglab.lab.plugins.filter.mlperf import mlperf_known_ready
-    finally:
-        sys.path.pop(0)
+    mlperf_known_ready = collection_module("plugins.filter.mlperf").mlperf_known_ready
     answer = {"state": "done", "rc": 0, "next": "ready", "next_dir": "/g/w-1"}
     ended = {"rc": 0, "stdout": json.dumps(answer)}
     assert mlperf_known_ready(ended, "/g/w-1")

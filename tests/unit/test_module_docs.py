@@ -4,13 +4,10 @@ type/default/choices and vice versa (doc fragments included), and no_log on secr
 
 from __future__ import annotations
 
-import importlib
-import sys
-
 import pytest
 import yaml
 
-from testlib import ROOT
+from testlib import ROOT, collection_module
 
 MODULES = sorted(p.stem for p in (ROOT / "plugins" / "modules").glob("*.py"))
 
@@ -23,16 +20,9 @@ class _Captured(Exception):
 def _spec_of(name: str) -> dict:
     """The module and its argument spec; an action plugin's (``ARGS``) when the module file only
     documents it."""
-    sys.path.insert(0, str(ROOT / "collections"))
-    try:
-        mod = importlib.import_module(f"ansible_collections.miglab.lab.plugins.modules.{name}")
-        if (ROOT / "plugins" / "action" / f"{name}.py").is_file():
-            action = importlib.import_module(
-                f"ansible_collections.miglab.lab.plugins.action.{name}"
-            )
-            return mod, action.ARGS
-    finally:
-        sys.path.pop(0)
+    mod = collection_module(f"plugins.modules.{name}")
+    if (ROOT / "plugins" / "action" / f"{name}.py").is_file():
+        return mod, collection_module(f"plugins.action.{name}").ARGS
 
     def fake(**kwargs):
         raise _Captured(kwargs)
@@ -53,13 +43,7 @@ def _documented_options(doc: dict) -> dict:
     for frag in doc.get("extends_documentation_fragment") or []:
         assert frag.startswith("miglab.lab."), frag
         fname = frag.split(".")[-1]
-        sys.path.insert(0, str(ROOT / "collections"))
-        try:
-            fmod = importlib.import_module(
-                f"ansible_collections.miglab.lab.plugins.doc_fragments.{fname}"
-            )
-        finally:
-            sys.path.pop(0)
+        fmod = collection_module(f"plugins.doc_fragments.{fname}")
         options.update(yaml.safe_load(fmod.ModuleDocFragment.DOCUMENTATION)["options"])
     return options
 
@@ -121,11 +105,7 @@ def test_playbooks_set_the_vcenter_connection_once_per_play():
 
 @pytest.mark.parametrize("path", sorted((ROOT / "plugins" / "lookup").glob("*.py")), ids=str)
 def test_lookup_docs_parse_and_name_the_plugin(path):
-    sys.path.insert(0, str(ROOT / "collections"))
-    try:
-        mod = importlib.import_module(f"ansible_collections.miglab.lab.plugins.lookup.{path.stem}")
-    finally:
-        sys.path.pop(0)
+    mod = collection_module(f"plugins.lookup.{path.stem}")
     doc = yaml.safe_load(mod.DOCUMENTATION)
     assert doc["name"] == path.stem and doc["short_description"]
     assert isinstance(yaml.safe_load(mod.EXAMPLES), list)
