@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -56,7 +57,14 @@ def installed(tmp_path_factory):
     clean = {k: v for k, v in os.environ.items()
              if not k.startswith(("ANSIBLE_", "MIGLAB_", "VIRTUAL_ENV", "PYTHON"))}  # fmt: skip
     dist = tmp / "dist"
-    _ok(_run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", dist, ROOT],
+    # the wheel is built from a copy of the tracked files: a build in the checkout would write
+    # its build/ folder, which the guests' wheel (built from the checkout) uses meanwhile
+    src = tmp / "src"
+    tracked = _ok(_run(["git", "ls-files", "-z"], cwd=ROOT, env=clean)).split("\0")
+    for rel in filter(None, tracked):
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / rel, src / rel, follow_symlinks=False)
+    _ok(_run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", dist, src],
              cwd=tmp, env=clean, timeout=600))  # fmt: skip
     _ok(_run([BIN / "ansible-galaxy", "collection", "build", "--output-path", dist, ROOT],
              cwd=tmp, env=clean))  # fmt: skip
