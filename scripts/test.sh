@@ -102,7 +102,12 @@ if [ -n "$molecule_pid" ]; then
   if [ "$molecule_rc" = 0 ]; then
     grep -E '^\S+ +\S+ +[0-9]+s +rc=|^\[molecule-all\] all ' "$MOLECULE_LOG" || true
   else
-    tail -n 150 "$MOLECULE_LOG"
+    # The failed tasks first (a long tail is cut in CI's log before it gets to them), then the end.
+    for log in $(sed -nE 's/^\[molecule-all\] .* failed \(rc=[0-9]+\); log: (.*)$/\1/p' "$MOLECULE_LOG" | sort -u); do
+      echo "-- failed tasks in $log"
+      grep -E -B2 -A15 '^(fatal|failed): ' "$log" | head -n 80 || true
+    done
+    tail -n 40 "$MOLECULE_LOG"
   fi
   record "molecule (beside e2e)" $(($(date +%s) - molecule_start)) "$molecule_rc"
   [ "$molecule_rc" = 0 ] || fail "$molecule_rc"

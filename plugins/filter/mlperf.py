@@ -17,10 +17,11 @@ try:
     from miglab.core.runs import parse_run
     from miglab.errors import ValidationError
     from miglab.formats.manifest import MANIFEST, verify_run
+    from miglab.mlperf.results.aggregate import check_round
 
     IMPORT_ERROR = None
 except ImportError as exc:  # reported when a filter is used
-    parse_run = verify_run = None
+    parse_run = verify_run = check_round = None
     MANIFEST = "MANIFEST.sha256"
     ValidationError = Exception
     IMPORT_ERROR = exc
@@ -179,7 +180,7 @@ def mlperf_matrix(benchmarks, scenarios, runs):
 
 
 def mlperf_session_rounds(
-    matrix, options, barrier_prefix, models=None, extra_args=None, peer_vm_dirs=None
+    matrix, options, barrier_prefix, models=None, extra_args=None, peer_vm_dirs=None, redo=None
 ):
     """A wave's rounds for one guest's session (``python -m miglab.mlperf.guest.session``).
 
@@ -187,9 +188,11 @@ def mlperf_session_rounds(
     shares (``mlperf_run_args``' keys but benchmark, scenario, run, barrier_dir and pack);
     ``models``: benchmark -> model (else ``options.model``); ``barrier_prefix``: the guest path
     each round's barrier folder starts with (``<prefix>-<index>``). ``peer_vm_dirs`` (resume):
-    the controller's folders of every VM of this campaign scenario; a round VALID in all of them
-    is skipped. Returns one entry per matrix item, in its order: None for a skipped round, else
-    ``{index, barrier_dir, tarball, argv}``.
+    the controller's folders of every VM of this campaign scenario; a round the report would
+    sum already (VALID in all of them, and they ran at once: ``mlperf_round_checks``) is skipped.
+    ``redo`` (with ``peer_vm_dirs``): only rounds in these states are run (e.g.
+    ``['not concurrent']`` for a second pass). Returns one entry per matrix item, in its order:
+    None for a skipped round, else ``{index, barrier_dir, tarball, argv}``.
     """
     items = _plain(matrix or [])
     opts = _plain(options or {})
@@ -199,15 +202,17 @@ def mlperf_session_rounds(
     if own:
         raise AnsibleFilterError(f"mlperf_session_rounds: options set per round: {', '.join(own)}")
     by_model = _plain(models or {})
-    peers = _plain(peer_vm_dirs) if peer_vm_dirs is not None else None
-    if isinstance(peers, str):
-        peers = [peers]
+    checks = None
+    if peer_vm_dirs is not None:
+        wanted = set(_plain(redo)) if redo else None
+        checks = [
+            c["state"] != "complete" and (wanted is None or c["state"] in wanted)
+            for c in mlperf_round_checks(items, peer_vm_dirs)
+        ]
     rounds = []
     for index, item in enumerate(items):
         bm, sc, run = str(item["benchmark"]), str(item["scenario"]), item["run"]
-        if peers is not None and mlperf_runs_valid(
-            [Path(str(d)) / bm / sc / "performance" / f"run_{run}" for d in peers]
-        ):
+        if checks is not None and not checks[index]:
             rounds.append(None)
             continue
         folder = f"{barrier_prefix}-{index}"
@@ -252,18 +257,29 @@ def mlperf_known_ready(release_result, barrier_dir):
     )
 
 
-def mlperf_missing_runs(matrix, vm_dir):
-    """The items of a run matrix (``mlperf_matrix``) whose logs under ``vm_dir`` (the controller's
-    ``<results>/<campaign>/<scenario>/<vm>``) are missing or not VALID."""
+def mlperf_round_checks(matrix, peer_vm_dirs):
+    """Each item of a run matrix (``mlperf_matrix``) with the state of its round across the
+    controller's folders of every VM of one campaign scenario (``peer_vm_dirs``:
+    ``<results>/<campaign>/<scenario>/<vm>``), by the report's rule
+    (:func:`miglab.mlperf.results.aggregate.check_round`): the item plus ``state``
+    (complete, missing, not concurrent, invalid) and ``reasons``."""
     items = _plain(matrix or [])
-    base = Path(str(vm_dir))
-    return [
-        i
-        for i in items
-        if not mlperf_run_valid(
-            base / str(i["benchmark"]) / str(i["scenario"]) / "performance" / f"run_{i['run']}"
-        )
-    ]
+    peers = _plain(peer_vm_dirs or [])
+    if isinstance(peers, str):
+        peers = [peers]
+    check = require(check_round, "mlperf", IMPORT_ERROR)
+    out = []
+    for i in items:
+        tail = Path(str(i["benchmark"])) / str(i["scenario"]) / "performance" / f"run_{i['run']}"
+        res = check({Path(str(d)).name: Path(str(d)) / tail for d in peers})
+        out.append({**i, "state": res.state, "reasons": list(res.reasons)})
+    return out
+
+
+def mlperf_incomplete_rounds(matrix, peer_vm_dirs):
+    """The items of a run matrix whose round the report would not sum yet (see
+    ``mlperf_round_checks``): what resuming the campaign scenario must redo, in all its VMs."""
+    return [c for c in mlperf_round_checks(matrix, peer_vm_dirs) if c["state"] != "complete"]
 
 
 def mlperf_verify_run(run_dir):
@@ -301,7 +317,8 @@ class FilterModule:
             "mlperf_run_valid": mlperf_run_valid,
             "mlperf_runs_valid": mlperf_runs_valid,
             "mlperf_matrix": mlperf_matrix,
-            "mlperf_missing_runs": mlperf_missing_runs,
+            "mlperf_round_checks": mlperf_round_checks,
+            "mlperf_incomplete_rounds": mlperf_incomplete_rounds,
             "mlperf_session_rounds": mlperf_session_rounds,
             "mlperf_known_ready": mlperf_known_ready,
             "mlperf_verify_run": mlperf_verify_run,

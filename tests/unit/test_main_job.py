@@ -4,6 +4,7 @@ over collected results."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -78,14 +79,30 @@ def test_vgpu_vm_item_filter(seed_plan):
         item(["x"])
 
 
-def test_missing_runs(tmp_path):
+def test_incomplete_rounds_are_those_the_report_would_not_sum(tmp_path):
+    """The wave check of playbooks/benchmark.yml: a round is done only when every VM of the
+    campaign scenario has it VALID and the VMs ran it at once; a VM VALID on its own whose peer
+    ran at another time redoes it (a campaign that could never complete on resume before)."""
     f = _filters("mlperf")
     matrix = f["mlperf_matrix"](["resnet50"], ["Offline"], 2)
-    vm_dir = tmp_path / "camp" / "s1" / "vm1"
-    assert f["mlperf_missing_runs"](matrix, vm_dir) == matrix
-    run1 = vm_dir / "resnet50/Offline/performance/run_1"
-    shutil.copytree(DELL_OFFLINE, run1)
-    assert f["mlperf_missing_runs"](matrix, vm_dir) == [matrix[1]]
+    peers = [tmp_path / "camp" / "s6" / vm for vm in ("vm1", "vm2")]
+    assert [c["state"] for c in f["mlperf_incomplete_rounds"](matrix, peers)] == ["missing"] * 2
+    for vm in peers:
+        shutil.copytree(DELL_OFFLINE, vm / "resnet50/Offline/performance/run_1")
+    assert f["mlperf_incomplete_rounds"](matrix, peers) == [
+        {**matrix[1], "state": "missing", "reasons": ["vm1: no LoadGen log", "vm2: no LoadGen log"]}
+    ]
+    # vm2's run_2 is VALID, but from a day earlier than vm1's (test_datetime and power times)
+    for vm, day in (("vm1", "07"), ("vm2", "06")):
+        run2 = peers[vm == "vm2"] / "resnet50/Offline/performance/run_2"
+        shutil.copytree(DELL_OFFLINE, run2)
+        log = run2 / "mlperf_log_detail.txt"
+        log.write_text(log.read_text().replace("08-07-2021 ", f"08-{day}-2021 ")
+                       .replace("2021-08-07T", f"2021-08-{day}T"))  # fmt: skip
+    (late,) = f["mlperf_incomplete_rounds"](matrix, peers)
+    assert (late["run"], late["state"]) == (2, "not concurrent")
+    assert late["reasons"][0].startswith("run windows do not overlap (power timestamps)")
+    assert f["mlperf_round_checks"](matrix, peers)[0]["state"] == "complete"
 
 
 def test_progress_counts_rounds_and_skipped_waves():
@@ -218,3 +235,67 @@ def test_campaign_plan_runs_inside_a_play(tmp_path):
     )  # fmt: skip
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert "scenarios s1,s2,s3,s4,s5,s6,s7,s8" in res.stdout
+
+
+@pytest.mark.parametrize(("fixed_after", "passes"), [(None, ["4.0", "8.0"]), (1, ["4.0"]), (0, [])])
+def test_rounds_whose_vms_did_not_run_at_once_are_redone_with_a_longer_margin(
+    tmp_path, fixed_after, passes
+):
+    """roles/mlperf/tasks/redo.yml in a play, with runs.yml replaced by a stub that notes each
+    pass (its margin and what it redoes) and, after ``fixed_after`` passes, makes the round
+    concurrent (the redo worked). Deterministic: the round is made not concurrent by editing
+    vm2's timestamps a day back, not by a slow start. At most mlperf_concurrency_retries passes,
+    twice the margin each; none when the round is concurrent already."""
+    import os
+    from pathlib import Path
+
+    peers = [tmp_path / "res" / "camp" / "s6" / vm for vm in ("vm1", "vm2")]
+    for vm in peers:
+        shutil.copytree(DELL_OFFLINE, vm / "resnet50/Offline/performance/run_1")
+    log = peers[1] / "resnet50/Offline/performance/run_1/mlperf_log_detail.txt"
+    good = log.read_text()
+    if fixed_after != 0:
+        log.write_text(good.replace("08-07-2021 ", "08-06-2021 "))
+    good_copy = tmp_path / "good.txt"
+    good_copy.write_text(good)
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    shutil.copy(ROOT / "roles/mlperf/tasks/redo.yml", tasks / "redo.yml")
+    noted = tmp_path / "passes.txt"
+    (tasks / "runs.yml").write_text(
+        "- name: Note the pass\n  ansible.builtin.shell: >-\n"
+        f"    echo '{{{{ __mlperf_margin_s }}}} {{{{ __mlperf_redo | join(\",\") }}}}' >> {noted}\n"
+        "  changed_when: true\n"
+        "- name: The redo worked\n  ansible.builtin.copy:\n"
+        f"    src: {good_copy}\n    dest: {log}\n    mode: '0644'\n"
+        f"  when: {fixed_after or 0} > 0 and __mlperf_redo_pass | int >= {fixed_after or 0}\n"
+    )
+    play = tmp_path / "play.yml"
+    play.write_text(
+        "- name: Redo\n  hosts: localhost\n  gather_facts: false\n  vars:\n"
+        "    mlperf_concurrency_retries: 2\n    mlperf_barrier_margin_s: 2\n"
+        "    mlperf_lab_scenario: s6\n"
+        "    __mlperf_matrix: [{benchmark: resnet50, scenario: Offline, run: 1}]\n"
+        f"    __mlperf_peer_dirs: {json.dumps([str(p) for p in peers])}\n"
+        f"    __mlperf_vm_results: {peers[0]}\n"
+        "  tasks:\n"
+        "    - name: Count the passes from zero\n      ansible.builtin.set_fact:\n"
+        "        __mlperf_redo_pass: 0\n"
+        f"    - name: Redo\n      ansible.builtin.include_tasks: {tasks / 'redo.yml'}\n"
+    )
+    (tmp_path / "hosts.yml").write_text("all:\n  hosts:\n    localhost:\n")
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    res = subprocess.run(
+        [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp_path / "hosts.yml"),
+         "-c", "local", "-e", f"ansible_python_interpreter={sys.executable}", str(play)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    lines = noted.read_text().split("\n")[:-1] if noted.exists() else []
+    assert lines == [f"{m} not concurrent" for m in passes]
+    said = " ".join(res.stdout.split())  # the YAML callback wraps long lines
+    if passes:
+        assert (
+            "s6: redoing 1 round(s) in all its VMs (pass 1 of 2, start margin 4.0 s): run "
+            "windows do not overlap (power timestamps): vm2 ended 2021-08-06T15:07:13" in said
+        )

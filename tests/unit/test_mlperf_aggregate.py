@@ -22,7 +22,13 @@ import pytest
 
 from miglab.cli.commands import main
 from miglab.errors import ValidationError
-from miglab.mlperf.results.aggregate import aggregate_results, campaign_context, normalize_plan
+from miglab.mlperf.results.aggregate import (
+    RoundCheck,
+    aggregate_results,
+    campaign_context,
+    check_round,
+    normalize_plan,
+)
 from testlib import FIXTURES, SEED, edit_mllog
 
 RESULTS = FIXTURES / "mlperf/inference_results_v1.1/closed/Dell/results"
@@ -227,6 +233,39 @@ def test_unreadable_log_is_reported(seed_tree):
     assert reason.startswith("vm2: unreadable log: ") and reason.endswith(
         "not an MLPerf LoadGen detail log: no ':::MLLOG {json}' line"
     )
+
+
+# --- one round, as resume sees it -----------------------------------------------------------------
+def _round(root: Path, n: int) -> dict:
+    return {vm: run_dir(root, "s6", vm, n) for vm in S6}
+
+
+def test_check_round_follows_the_report(seed_tree):
+    """Resume redoes a round exactly when the report would not sum it: each edit below makes
+    the aggregate exclude a run, and check_round says why in the same words."""
+    assert check_round(_round(seed_tree, 1)).complete
+    # every VM VALID on its own, but vm2 ran an hour later: not concurrent (redo all three)
+    f = run_dir(seed_tree, "s6", "vm2", 2) / "mlperf_log_detail.txt"
+    edit_run(seed_tree, "s6", "vm2", 2, values=shifted_power(f.read_text(), 3600))
+    late = check_round(_round(seed_tree, 2))
+    assert late.state == "not concurrent" and not late.complete
+    group = aggregate_results(seed_tree).group("s6", "resnet50", "Offline")
+    assert list(late.reasons) == group.runs[1].reasons
+    # LoadGen's verdict
+    edit_run(seed_tree, "s6", "vm3", 3, values={"result_validity": "INVALID"})
+    bad = check_round(_round(seed_tree, 3))
+    assert bad.state == "invalid" and bad.reasons == ("vm3: LoadGen says INVALID",)
+    # no log at all in one VM
+    shutil.rmtree(run_dir(seed_tree, "s6", "vm1", 3))
+    assert check_round(_round(seed_tree, 3)) == RoundCheck("missing", ("vm1: no LoadGen log",))
+    assert check_round({}).state == "missing"
+    # an unreadable log is not something a redo of the round is sure to fix: invalid
+    (run_dir(seed_tree, "s6", "vm2", 1) / "mlperf_log_detail.txt").write_text("garbage\n")
+    assert check_round(_round(seed_tree, 1)).state == "invalid"
+
+
+def test_check_round_of_one_vm_needs_no_overlap(seed_tree):
+    assert check_round({"vm1": run_dir(seed_tree, "s1", "vm1", 1)}).complete
 
 
 def test_summary_only_runs_cannot_prove_concurrency(tmp_path):

@@ -190,6 +190,15 @@ def test_the_rounds_filter_gives_each_round_its_barrier_and_skips_valid_ones(tmp
     shutil.copytree(valid, peers[0] / "resnet50/Offline/performance/run_2")
     rounds = rounds_of(matrix, opts, "/g/w", peer_vm_dirs=[str(p) for p in peers])
     assert [r is None for r in rounds] == [True, False, False, False]
+    # a second pass redoes only the rounds whose VMs did not run at once: here none
+    again = rounds_of(matrix, opts, "/g/w", peer_vm_dirs=[str(p) for p in peers],
+                      redo=["not concurrent"])  # fmt: skip
+    assert again == [None] * 4
+    log = peers[1] / "resnet50/Offline/performance/run_1/mlperf_log_detail.txt"
+    log.write_text(log.read_text().replace("08-07-2021 ", "08-06-2021 "))  # a day earlier
+    again = rounds_of(matrix, opts, "/g/w", peer_vm_dirs=[str(p) for p in peers],
+                      redo=["not concurrent"])  # fmt: skip
+    assert [r is None for r in again] == [False, True, True, True]
     from ansible.errors import AnsibleFilterError
 
     with pytest.raises(AnsibleFilterError, match="set per round: run"):

@@ -110,19 +110,24 @@ def reboot_and_wait(
 ) -> float:
     """Reboot the host and wait until vCenter sees it connected again; seconds it took.
 
-    A host first stops answering (connectionState leaves "connected"), then reconnects; both
-    phases are waited for, so a host that never goes down is not mistaken for one that is back.
+    The host is back when it is connected and either its ``runtime.bootTime`` is newer than
+    before the reboot or it was seen away (connectionState not "connected") in between. The boot
+    time is what makes this certain: a poll can miss a short away phase (a loaded controller, a
+    slow vCenter answer), and a host that never goes down is still not mistaken for one that
+    is back.
     """
     if not force and not host.runtime.inMaintenanceMode:
         raise VsphereError(f"{host.name}: not in maintenance mode; enter it first (or force)")
+    booted = host.runtime.bootTime
     start = time.monotonic()
     wait(host.RebootHost_Task(force=force), 300, f"{host.name}: reboot")
     went_down = False
     while time.monotonic() - start < timeout_s:
-        state = str(host.runtime.connectionState)
+        runtime = host.runtime
+        state = str(runtime.connectionState)
         if state != "connected":
             went_down = True
-        elif went_down:
+        elif went_down or _booted_since(runtime.bootTime, booted):
             return time.monotonic() - start
         elif time.monotonic() - start > down_timeout_s:
             raise VsphereError(
@@ -134,6 +139,11 @@ def reboot_and_wait(
         f"(last connection state: {host.runtime.connectionState}); check its "
         "console — the rollout stops here"
     )
+
+
+def _booted_since(now, before) -> bool:
+    """True when the host's boot time moved on (vCenter sets it when a host comes back up)."""
+    return now is not None and (before is None or now > before)
 
 
 # --- GPU information ------------------------------------------------------------------------------

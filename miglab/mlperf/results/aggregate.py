@@ -39,14 +39,16 @@ from pathlib import Path
 
 from miglab.core.runs import RunRecord, parse_run
 from miglab.errors import Problem, ValidationError
-from miglab.formats.loadgen import find_run_logs
+from miglab.formats.loadgen import DETAIL_LOG, SUMMARY_LOG, find_run_logs
 
 __all__ = [
     "Aggregate",
     "Group",
     "RunTotal",
+    "RoundCheck",
     "ScenarioPlan",
     "aggregate_results",
+    "check_round",
     "campaign_context",
     "normalize_plan",
 ]
@@ -694,6 +696,59 @@ def _run_total(n, vms, by_vm, first, combine, min_overlap, require_ts, missing_v
         submission_valid=included and not sub_reasons,
         submission_reasons=sub_reasons,
     )
+
+
+@dataclass(frozen=True)
+class RoundCheck:
+    """Whether one round (run *n* of a benchmark and MLPerf scenario) of a campaign scenario
+    would be summed in the report, from its VMs' run folders.
+
+    ``state``: ``complete`` (summed), ``missing`` (a VM has no LoadGen log for it),
+    ``not concurrent`` (every VM's run is usable, but they did not run at once: redoing the
+    round in all its VMs can fix it) or ``invalid`` (anything else: LoadGen's verdict, an
+    unreadable log, another test mode or metric). ``reasons``: the report's words for it.
+    """
+
+    state: str
+    reasons: tuple[str, ...] = ()
+
+    @property
+    def complete(self) -> bool:
+        return self.state == "complete"
+
+
+def check_round(
+    vm_run_dirs: dict[str, str | Path], *, min_overlap: float = 0.0, require_timestamps: bool = True
+) -> RoundCheck:
+    """The report's rule for one round (:func:`aggregate_results`' per-run checks), applied to
+    ``vm_run_dirs`` (VM -> its ``.../performance/run_<n>`` folder), so that resuming a campaign
+    redoes exactly the rounds the report would not sum."""
+    if not vm_run_dirs:
+        return RoundCheck("missing", ("no VMs",))
+    by_vm: dict[str, dict[int, VmRun]] = {}
+    absent = []
+    for vm, run_dir in vm_run_dirs.items():
+        d = Path(run_dir)
+        if not any((d / f).is_file() for f in (DETAIL_LOG, SUMMARY_LOG)):
+            absent.append(f"{vm}: no LoadGen log")
+            continue
+        try:
+            by_vm[vm] = {1: VmRun(vm, 1, parse_run(d))}
+        except ValidationError as exc:
+            by_vm[vm] = {1: VmRun(vm, 1, None, "; ".join(str(p) for p in exc.problems))}
+    if absent:
+        return RoundCheck("missing", tuple(absent))
+    records = [per[1].record for per in by_vm.values() if per[1].record]
+    first = next((r for r in records if r.metric), None)
+    combine = "sum" if (first is None or first.throughput) else "max"
+    total = _run_total(
+        1, sorted(by_vm, key=natural_key), by_vm, first, combine, min_overlap,
+        require_timestamps, None,
+    )  # fmt: skip
+    if total.included:
+        return RoundCheck("complete")
+    state = "not concurrent" if len(total.values) == len(by_vm) else "invalid"
+    return RoundCheck(state, tuple(total.reasons))
 
 
 def _overlap(recs: list[RunRecord]):

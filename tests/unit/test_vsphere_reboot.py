@@ -1,0 +1,63 @@
+"""reboot_and_wait (miglab.adapters.vsphere.hosts) on a host that is back before the first poll.
+
+vCenter sets ``runtime.bootTime`` when a host comes up again (vSphere API: HostRuntimeInfo.
+bootTime). A poll that misses the short time a host is away (the simulated lab's 2 s reboot on a
+loaded controller: a molecule run of esxi_mig failed so in CI) must still see the reboot; a host
+that never reboots must still not be taken for one that is back.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
+
+import pytest
+
+from miglab.adapters.vsphere import hosts
+from miglab.adapters.vsphere.connection import VsphereError
+
+BOOTED = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
+
+
+class FakeHost:
+    """Always "connected" when polled; a reboot moves its boot time on (``reboots``) or not."""
+
+    name = "esxi-01"
+
+    def __init__(self, reboots: bool, boot_time=BOOTED):
+        self.reboots = reboots
+        self.boot_time = boot_time
+        self.asked = 0
+
+    @property
+    def runtime(self):
+        self.asked += 1
+        return SimpleNamespace(
+            connectionState="connected", inMaintenanceMode=True, bootTime=self.boot_time
+        )
+
+    def RebootHost_Task(self, force):  # noqa: N802 (the vSphere API's name)
+        if self.reboots:
+            self.boot_time = (self.boot_time or BOOTED) + timedelta(minutes=5)
+        return "task"
+
+
+@pytest.fixture(autouse=True)
+def no_task_wait(monkeypatch):
+    monkeypatch.setattr(hosts, "wait", lambda task, timeout, what: None)
+    monkeypatch.setattr(hosts.time, "sleep", lambda s: None)
+
+
+def test_a_host_back_before_the_first_poll_is_seen_by_its_boot_time():
+    host = FakeHost(reboots=True)
+    assert hosts.reboot_and_wait(host, timeout_s=60) >= 0
+    assert host.asked <= 3  # the maintenance check, the boot time before, one poll
+
+
+def test_a_host_without_a_boot_time_before_counts_the_first_one_it_gets():
+    assert hosts.reboot_and_wait(FakeHost(reboots=True, boot_time=None), timeout_s=60) >= 0
+
+
+def test_a_host_that_never_reboots_is_not_taken_for_one_that_is_back():
+    with pytest.raises(VsphereError, match="accepted the reboot but never went down within 0 s"):
+        hosts.reboot_and_wait(FakeHost(reboots=False), timeout_s=60, down_timeout_s=0)
