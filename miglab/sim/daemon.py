@@ -14,12 +14,13 @@ in a background process, and returns once DIR/vcsim.json holds the connection (`
 per host (``{"esxi-gone": {"reboot_never_returns": true}}``).
 
 The link: vCenter reboots a host with RebootHost_Task; the matching stand-in container (same name
-as the host) must then "boot". The background process watches every host's connection state
-(every 0.1 s); when a host stops being connected it runs ``podman exec HOST esxi-standin
-boot-request``, and the stand-in applies the boot before its next command. A simulated reboot
-lasts ``--reboot-seconds`` (default 1 s) and miglab's reboot-and-wait polls every second, so the
-request is recorded well before the role's next command on the host (should the down state go
-unseen, the new boot time the host comes back with sends it).
+as the host) must then "boot" before vCenter shows the host connected again, as a real host is
+connected only once it has booted. The simulator writes ``DIR/boots/<host>.down`` (the reboot's
+number) and keeps the host away until ``DIR/boots/<host>.up`` holds that number; the keeper
+(every 0.1 s) runs ``podman exec HOST esxi-standin boot-request`` for such a reboot, then writes
+the number. No timing is involved: however slow the machine, a role that waits for the host finds
+the stand-in booted (before, a 1 s timer brought the host back and the keeper had to notice the
+away phase in time; a loaded machine once read the MIG modes still pending).
 
 With ``--guest-image`` (the simulated lab, ``miglab/sim/lab.py``) it also gives every VM that is
 powered on in the simulator a guest: a systemd container of that image named like the VM (label
@@ -124,9 +125,12 @@ def run(args) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     vcsim_lab.build()
     catalog = load_catalog()
-    lab = vcsim_lab.lab_json(
-        load_lab(args.inventory, catalog), catalog, host_extra=json.loads(args.extra or "{}")
-    )
+    extra = json.loads(args.extra or "{}")
+    boots = out / BOOTS
+    shutil.rmtree(boots, ignore_errors=True)  # a new simulator numbers its reboots from 1 again
+    boots.mkdir(parents=True)
+    extra.setdefault("*", {}).setdefault("boot_ack_dir", str(boots))
+    lab = vcsim_lab.lab_json(load_lab(args.inventory, catalog), catalog, host_extra=extra)
     names = [h["name"] for h in lab["hosts"]]
     with vcsim_lab.Vcsim(lab, reboot_seconds=args.reboot_seconds) as sim:
         ca = out / "ca.pem"
@@ -180,11 +184,10 @@ def _spawn_keeper(cmd: list[str], out: Path, restarts: int) -> subprocess.Popen:
 
 
 def keep(args) -> int:
-    """The keeper (a child of ``run``): every 0.1 s, a host that went down gets a boot request to
-    its stand-in container; with ``--guest-image``, the guest keeper. Exits KEEPER_LAB_GONE when
-    no host container is left (checked every 30 s)."""
+    """The keeper (a child of ``run``): every 0.1 s, a host the simulator rebooted gets its
+    stand-in booted (``boot_the_standin``); with ``--guest-image``, the guest keeper. Exits
+    KEEPER_LAB_GONE when no host container is left (checked every 30 s)."""
     from pyVim.connect import SmartConnect
-    from pyVmomi import vim
 
     out = Path(args.out)
     stopping = []
@@ -194,10 +197,7 @@ def keep(args) -> int:
     si = SmartConnect(host=conn["hostname"], port=conn["port"], user=conn["username"],
                       pwd=conn["password"], sslContext=ctx, httpConnectionTimeout=60)  # fmt: skip
     names = json.loads(args.hosts)
-    view = si.content.viewManager.CreateContainerView(si.content.rootFolder, [vim.HostSystem], True)
-    hosts = {h.name: h for h in view.view}
-    last = {n: (str(h.runtime.connectionState), h.runtime.bootTime) for n, h in hosts.items()}
-    sent = dict.fromkeys(hosts, False)  # a request went out for the reboot under way
+    boots = out / BOOTS
     guests = GuestKeeper(si, args.guest_image, out) if args.guest_image else None
     checked = time.monotonic()
     try:
@@ -208,17 +208,8 @@ def keep(args) -> int:
                 except Exception as exc:  # noqa: BLE001 - one bad poll must not end the lab
                     print(f"{time.strftime('%H:%M:%S')} guest keeper: poll failed: {exc!r}",
                           flush=True)  # fmt: skip
-            for name, host in hosts.items():
-                runtime = host.runtime
-                state, boot = str(runtime.connectionState), runtime.bootTime
-                if last[name][0] == "connected" and state != "connected":
-                    _boot_request(name)  # the host went down
-                    sent[name] = True
-                elif boot != last[name][1] and state == "connected":
-                    if not sent[name]:  # back with a new boot time, its going down unseen
-                        _boot_request(name)
-                    sent[name] = False
-                last[name] = (state, boot)
+            for name in names:
+                boot_the_standin(boots, name)
             if time.monotonic() - checked > 30:  # containers gone: the scenario is over
                 checked = time.monotonic()
                 if not any(_container_exists(n) for n in names):
@@ -406,15 +397,40 @@ def _podman(*args: str) -> None:
         raise RuntimeError(f"podman {args[0]}: {res.stderr.strip() or res.returncode}")
 
 
-def _boot_request(name: str) -> None:
+BOOTS = "boots"  # the reboot link's folder under --out (the simulator's boot_ack_dir)
+
+
+def _read_number(path: Path) -> int:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return 0
+
+
+def boot_the_standin(boots: Path, name: str) -> bool:
+    """The reboot link for one host: when the simulator has rebooted it (``<name>.down`` holds a
+    reboot number above ``<name>.up``), the stand-in container boots (``esxi-standin
+    boot-request``), then ``<name>.up`` gets the number and the simulator shows the host
+    connected again. True when a boot was done. A stand-in that cannot take it (its container
+    gone) is tried again on the next round; its host stays away meanwhile."""
+    down = _read_number(boots / f"{name}.down")
+    if down <= _read_number(boots / f"{name}.up"):
+        return False
     res = subprocess.run(
         ["podman", "exec", name, "/opt/esxi-standin/bin/esxi-standin", "boot-request", "vcenter"],
         capture_output=True,
         text=True,
         check=False,
     )
-    what = "ok" if res.returncode == 0 else f"failed: {res.stderr.strip()}"
-    print(f"{time.strftime('%H:%M:%S')} {name} went down: boot request {what}", flush=True)
+    if res.returncode != 0:
+        print(f"{time.strftime('%H:%M:%S')} {name} rebooted: boot request failed: "
+              f"{res.stderr.strip()}", flush=True)  # fmt: skip
+        return False
+    tmp = boots / f"{name}.up.tmp"
+    tmp.write_text(f"{down}\n")
+    tmp.replace(boots / f"{name}.up")
+    print(f"{time.strftime('%H:%M:%S')} {name} rebooted ({down}): stand-in booted", flush=True)
+    return True
 
 
 def _container_exists(name: str) -> bool:

@@ -296,6 +296,31 @@ def test_reboot_goes_away_and_comes_back(vcsim_factory, si_of, tmp_path):
     WaitForTask(host.ExitMaintenanceMode_Task(timeout=0))
 
 
+def test_a_rebooted_host_comes_back_once_its_standin_has_booted(vcsim_factory, si_of, tmp_path):
+    """The reboot link (boot_ack_dir): vCenter shows a rebooted host connected only after the
+    host has booted, so the stand-in must have taken its boot (``<name>.up``) first. Before, the
+    host came back on a timer and the link sent the stand-in its boot when it saw the host away:
+    on a loaded machine esxi_mig's scenario read the MIG modes before that (still pending)."""
+    boots = tmp_path / "boots"
+    boots.mkdir()
+    lab = vcsim_lab.default_lab()
+    lab["hosts"][0]["boot_ack_dir"] = str(boots)
+    si = si_of(vcsim_factory(lab, reboot_seconds=0))
+    host = find(si, vim.HostSystem, HOST)
+    booted = host.runtime.bootTime
+    WaitForTask(host.EnterMaintenanceMode_Task(timeout=0))
+    for number in (1, 2):
+        WaitForTask(host.RebootHost_Task(force=False))
+        down = boots / f"{HOST}.down"
+        assert down.read_text().strip() == str(number)
+        assert host.runtime.connectionState == "notResponding"  # no timer brings it back
+        (boots / f"{HOST}.up").write_text(f"{number}\n")
+        assert wait_until(lambda: host.runtime.connectionState == "connected")
+        assert host.runtime.bootTime > booted
+        booted = host.runtime.bootTime
+    WaitForTask(host.ExitMaintenanceMode_Task(timeout=0))
+
+
 def test_forced_reboot_powers_off_the_vms(vcsim_factory, si_of):
     sim = vcsim_factory(reboot_seconds=0.2)
     si = si_of(sim)

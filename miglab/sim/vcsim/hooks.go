@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -289,6 +291,7 @@ func (hs *hostState) reboot(method string, force, shutdown bool) soap.HasFault {
 		return res
 	}
 	delay := time.Duration(hs.rebootSeconds * float64(time.Second))
+	ack := hs.bootAck(gen)
 	go func() {
 		time.Sleep(delay)
 		// The fault switch of a running lab: while the hold file exists the host stays away (a
@@ -299,6 +302,7 @@ func (hs *hostState) reboot(method string, force, shutdown bool) soap.HasFault {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
+		ack()
 		simulator.Map.WithLock(h, func() {
 			mu.Lock()
 			if hs.gen != gen {
@@ -313,6 +317,30 @@ func (hs *hostState) reboot(method string, force, shutdown bool) soap.HasFault {
 		})
 	}()
 	return res
+}
+
+// bootAck, with the lab's boot_ack_dir, writes <dir>/<host>.down = gen now and returns the wait
+// for <dir>/<host>.up >= gen (the reboot link has booted the host's stand-in); else a no-op.
+func (hs *hostState) bootAck(gen int) func() {
+	dir := hs.lab.BootAckDir
+	if dir == "" {
+		return func() {}
+	}
+	base := filepath.Join(dir, hs.host.Name)
+	tmp := base + ".down.tmp"
+	if err := os.WriteFile(tmp, []byte(strconv.Itoa(gen)+"\n"), 0o644); err == nil {
+		_ = os.Rename(tmp, base+".down")
+	}
+	return func() {
+		for {
+			if b, err := os.ReadFile(base + ".up"); err == nil {
+				if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && n >= gen {
+					return
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 }
 
 // taskResultVM is the VM a finished CreateVM_Task / CloneVM_Task made, or ReconfigVM_Task's VM.

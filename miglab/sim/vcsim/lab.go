@@ -52,6 +52,10 @@ type LabHost struct {
 	RebootSeconds      *float64        `json:"reboot_seconds"`
 	RebootNeverReturns bool            `json:"reboot_never_returns"`
 	RebootHold         string          `json:"reboot_hold"` // optional: while this file exists, a reboot hangs
+	// optional: the reboot link's folder. A reboot writes <dir>/<name>.down (the reboot's number)
+	// and the host comes back only once <dir>/<name>.up holds that number: the stand-in has
+	// booted before vCenter shows the host connected, as on a real host.
+	BootAckDir string `json:"boot_ack_dir"`
 	Capability         map[string]bool `json:"capability"`
 	VgpuCapabilities   map[string]bool `json:"vgpu_capabilities"`
 }
