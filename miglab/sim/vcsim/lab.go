@@ -34,30 +34,31 @@ type LabGPU struct {
 
 // LabHost is one ESXi host.
 type LabHost struct {
-	Name               string          `json:"name"`
-	Cpus               int             `json:"cpus"`         // logical CPUs (threads)
-	CpuCores           int             `json:"cpu_cores"`    // optional, default cpus/2
-	CpuPackages        int             `json:"cpu_packages"` // optional, default 2
-	CpuMhz             int             `json:"cpu_mhz"`      // optional, default 2000
-	CpuModel           string          `json:"cpu_model"`    // optional
-	Vendor             string          `json:"vendor"`       // optional, "Dell Inc."
-	Model              string          `json:"model"`        // optional, "PowerEdge R750xa"
-	MemoryGB           int64           `json:"memory_gb"`
-	GPUs               []LabGPU        `json:"gpus"`
-	VgpuTypes          []string        `json:"vgpu_types"`
-	GraphicsType       string          `json:"graphics_type"`     // "shared" (default) | "sharedDirect"
-	AssignmentPolicy   string          `json:"assignment_policy"` // "performance" (default) | "consolidation"
-	GraphicsApply      string          `json:"graphics_apply"`    // "reboot" (default) | "immediate"
-	MaintenanceMode    bool            `json:"maintenance_mode"`
-	RebootSeconds      *float64        `json:"reboot_seconds"`
-	RebootNeverReturns bool            `json:"reboot_never_returns"`
-	RebootHold         string          `json:"reboot_hold"` // optional: while this file exists, a reboot hangs
+	Name               string   `json:"name"`
+	Cpus               int      `json:"cpus"`         // logical CPUs (threads)
+	CpuCores           int      `json:"cpu_cores"`    // optional, default cpus/2
+	CpuPackages        int      `json:"cpu_packages"` // optional, default 2
+	CpuMhz             int      `json:"cpu_mhz"`      // optional, default 2000
+	CpuModel           string   `json:"cpu_model"`    // optional
+	Vendor             string   `json:"vendor"`       // optional, "Dell Inc."
+	Model              string   `json:"model"`        // optional, "PowerEdge R750xa"
+	MemoryGB           int64    `json:"memory_gb"`
+	GPUs               []LabGPU `json:"gpus"`
+	VgpuTypes          []string `json:"vgpu_types"`
+	GraphicsType       string   `json:"graphics_type"`     // "shared" (default) | "sharedDirect"
+	AssignmentPolicy   string   `json:"assignment_policy"` // "performance" (default) | "consolidation"
+	GraphicsApply      string   `json:"graphics_apply"`    // "reboot" (default) | "immediate"
+	MaintenanceMode    bool     `json:"maintenance_mode"`
+	RebootSeconds      *float64 `json:"reboot_seconds"`
+	RebootNeverReturns bool     `json:"reboot_never_returns"`
+	RebootHold         string   `json:"reboot_hold"` // optional: while this file exists, a reboot hangs
 	// optional: the reboot link's folder. A reboot writes <dir>/<name>.down (the reboot's number)
 	// and the host comes back only once <dir>/<name>.up holds that number: the stand-in has
-	// booted before vCenter shows the host connected, as on a real host.
-	BootAckDir string `json:"boot_ack_dir"`
-	Capability         map[string]bool `json:"capability"`
-	VgpuCapabilities   map[string]bool `json:"vgpu_capabilities"`
+	// booted before vCenter shows the host connected, as on a real host (vSphere API:
+	// HostSystemConnectionState notResponding while it reboots; HostRuntimeInfo.bootTime set at boot).
+	BootAckDir       string          `json:"boot_ack_dir"`
+	Capability       map[string]bool `json:"capability"`
+	VgpuCapabilities map[string]bool `json:"vgpu_capabilities"`
 }
 
 var (
