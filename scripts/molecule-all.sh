@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs `molecule test` for every scenario of every role (roles/*/molecule/*), one after the
-# other, and stops at the first failure. As root on Debian 12 (podman needs it).
+# Runs `molecule test` for every scenario of every role (roles/*/molecule/*) in two streams side by
+# side (ESXi roles; guest roles), each one scenario after the other, stopping at its first failure.
+# As root on Debian 12 (podman needs it).
 #   bash scripts/molecule-all.sh                        every scenario of every role
 #   bash scripts/molecule-all.sh guest_base             every scenario of one role
 #   bash scripts/molecule-all.sh guest_vgpu_driver:upgrade   one scenario
@@ -9,7 +10,8 @@
 # scenarios read: CONTAINERS_CONF, MIGLAB_GUEST_IMAGE, MIGLAB_STANDINS_DIR.
 # Roles of a family with a runner of its own (scripts/molecule-<prefix>.sh, e.g. molecule-esxi.sh
 # for esxi_*: it builds that family's stand-ins first) have their scenarios run through it.
-# Each scenario's output goes to the terminal and to .cache/molecule/logs/<role>-<scenario>.log;
+# Each scenario's output goes to .cache/molecule/logs/<role>-<scenario>.log (and to the terminal too
+# when one stream runs: MIGLAB_MOLECULE_STREAMS=1, or the scenarios asked for are of one stream);
 # a log that contains the test licence token's sentinel fails the run (secrets never printed).
 set -euo pipefail
 
@@ -61,33 +63,78 @@ if [ $# -gt 0 ]; then
 fi
 ((${#scenarios[@]})) || die "no scenario matches: $*"
 
-total_start=$(date +%s)
-summary=()
+# Streams: the scenarios of a family with a runner of its own (esxi_*: vCenter simulator and ESXi
+# stand-ins) form one stream, all others (guest containers) another. Their containers, ports and
+# simulators never overlap, so the streams run side by side, each with its own Ansible home (molecule
+# installs the collection there); within a stream, scenarios run one after the other, in order.
+# MIGLAB_MOLECULE_STREAMS=1 runs everything in one stream, its output on the terminal.
+stream_of() {
+  local family=${1%%_*}
+  if [ -f "scripts/molecule-$family.sh" ] && [ "$family" != all ]; then echo "$family"; else echo guest; fi
+}
+
+# run_stream NAME SUMMARY_FILE SCENARIO...: stops at the stream's first failure (rc 1).
+run_stream() {
+  local name=$1 summary_file=$2 item role scenario logfile start rc family
+  shift 2
+  export MIGLAB_MOLECULE_ANSIBLE_HOME=$ROOT/.cache/ansible-home-$name
+  for item in "$@"; do
+    role=${item%%:*} scenario=${item#*:}
+    logfile=$LOGS/$role-$scenario.log
+    log "== $role / $scenario"
+    start=$(date +%s)
+    family=$(stream_of "$role")
+    set +e
+    if [ "$family" != guest ]; then
+      bash "scripts/molecule-$family.sh" "$role:$scenario" >"$logfile.tmp" 2>&1 &
+    else
+      (cd "roles/$role" && ANSIBLE_HOME=$MIGLAB_MOLECULE_ANSIBLE_HOME \
+        molecule test --scenario-name "$scenario") >"$logfile.tmp" 2>&1 &
+    fi
+    local pid=$!
+    if [ "$SERIAL" = 1 ]; then tail -n +1 -f --pid="$pid" "$logfile.tmp"; fi
+    wait "$pid"
+    rc=$?
+    set -e
+    mv "$logfile.tmp" "$logfile"
+    printf '%-28s %-18s %4ss  rc=%s\n' "$role" "$scenario" "$(($(date +%s) - start))" "$rc" \
+      >>"$summary_file"
+    if grep -qF "$SENTINEL" "$logfile"; then
+      log "FAIL: the licence token's sentinel appears in $logfile"
+      rc=1
+    fi
+    if [ "$rc" -ne 0 ]; then
+      log "$role / $scenario failed (rc=$rc); log: $logfile"
+      return 1
+    fi
+  done
+}
+
+streams=()
 for item in "${scenarios[@]}"; do
-  role=${item%%:*} scenario=${item#*:}
-  logfile=$LOGS/$role-$scenario.log
-  log "== $role / $scenario"
-  start=$(date +%s)
-  set +e
-  family=${role%%_*}
-  if [ -f "scripts/molecule-$family.sh" ] && [ "$family" != all ]; then
-    bash "scripts/molecule-$family.sh" "$role:$scenario" 2>&1 | tee "$logfile"
-    rc=${PIPESTATUS[0]}
-  else
-    (cd "roles/$role" && molecule test --scenario-name "$scenario") 2>&1 | tee "$logfile"
-    rc=${PIPESTATUS[0]}
-  fi
-  set -e
-  took=$(($(date +%s) - start))
-  summary+=("$(printf '%-28s %-18s %4ss  rc=%s' "$role" "$scenario" "$took" "$rc")")
-  if grep -qF "$SENTINEL" "$logfile"; then
-    log "FAIL: the licence token's sentinel appears in $logfile"
-    rc=1
-  fi
-  if [ "$rc" -ne 0 ]; then
-    printf '%s\n' "${summary[@]}" >&2
-    die "$role / $scenario failed (rc=$rc); log: $logfile"
-  fi
+  name=$(stream_of "${item%%:*}")
+  [[ " ${streams[*]} " == *" $name "* ]] || streams+=("$name")
 done
-printf '%s\n' "${summary[@]}" >&2
+SERIAL=0
+if [ "${MIGLAB_MOLECULE_STREAMS:-2}" = 1 ] || [ "${#streams[@]}" = 1 ]; then SERIAL=1; fi
+
+total_start=$(date +%s)
+rm -f "$LOGS"/stream-*.summary
+pids=() failed=0
+for name in "${streams[@]}"; do
+  items=()
+  for item in "${scenarios[@]}"; do
+    if [ "$SERIAL" = 1 ] || [ "$(stream_of "${item%%:*}")" = "$name" ]; then items+=("$item"); fi
+  done
+  if [ "$SERIAL" = 1 ]; then
+    run_stream all "$LOGS/stream-all.summary" "${items[@]}" || failed=1
+    break
+  fi
+  log "stream $name: ${items[*]}"
+  run_stream "$name" "$LOGS/stream-$name.summary" "${items[@]}" &
+  pids+=($!)
+done
+for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+cat "$LOGS"/stream-*.summary >&2
+[ "$failed" = 0 ] || die "failed after $(($(date +%s) - total_start)) s"
 log "all ${#scenarios[@]} scenarios passed in $(($(date +%s) - total_start)) s"

@@ -15,7 +15,7 @@ cd "$ROOT"
 export PATH="$ROOT/.venv/bin:$PATH"
 # Molecule installs the collection it tests into $ANSIBLE_HOME/collections (~/.ansible by default),
 # where a later ansible-lint would find that copy before the checkout's: keep it in the checkout.
-export ANSIBLE_HOME="$ROOT/.cache/ansible-home"
+export ANSIBLE_HOME="${MIGLAB_MOLECULE_ANSIBLE_HOME:-$ROOT/.cache/ansible-home}"
 LOGS=$ROOT/.cache/molecule/logs
 mkdir -p "$LOGS"
 log() { printf '[molecule-esxi] %s\n' "$*" >&2; }

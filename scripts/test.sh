@@ -4,9 +4,10 @@
 #   bash scripts/test.sh --fast     setup, lint, unit: the few-minute loop
 #   bash scripts/test.sh -- ARGS    ARGS go to every pytest call (e.g. -x, -k NAME)
 # MIGLAB_SKIP_MOLECULE=1 / MIGLAB_SKIP_SIM=1 skip molecule / the simulated-lab tests.
-# Molecule runs beside the e2e tests (their containers and simulators never share a name or a
-# port): 37.7-43.8 min in three fresh-clone runs against 44.0 one after the other; CI's 2-core machine
-# took 45.1 min serial. MIGLAB_TEST_PARALLEL=0 runs molecule after the e2e tests instead.
+# The parts run two or three at a time (CPU-bound on a 2-core machine, so each stream keeps a core
+# busy): lint then integration beside unit; then the e2e tests beside molecule's two streams (ESXi
+# roles, guest roles: scripts/molecule-all.sh); none of them shares a container, a port or a
+# simulator. MIGLAB_TEST_PARALLEL=0 runs molecule after the e2e tests instead.
 # At the end (and when a part fails) it prints the split: each part's wall time and result.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -67,14 +68,50 @@ lint() {
 part setup bash scripts/setup.sh test
 export PATH="$ROOT/.venv/bin:$PATH"
 export ANSIBLE_CONFIG="$ROOT/ansible.cfg"
-part lint lint
-part unit pytest -q --durations=5 tests/unit "${pytest_args[@]}"
+
+# Lint and the unit tests run side by side, then the integration tests beside the rest of the unit
+# tests: each keeps about one core busy (ansible-lint, one pytest process) and CI's machine has
+# two. Each part's output goes to .cache/test-parts/<part>.log and is printed when both streams end.
+PART_LOGS=$ROOT/.cache/test-parts
+rm -rf "$PART_LOGS"
+mkdir -p "$PART_LOGS"
+# logged NAME CMD...: runs CMD, its output in NAME.log, "seconds rc" in NAME.result; returns rc.
+logged() {
+  local name=$1 start rc
+  shift
+  start=$(date +%s)
+  set +e
+  "$@" >"$PART_LOGS/$name.log" 2>&1
+  rc=$?
+  set -e
+  echo "$(($(date +%s) - start)) $rc" >"$PART_LOGS/$name.result"
+  return "$rc"
+}
+unit() { pytest -q --durations=5 tests/unit "${pytest_args[@]}"; }
+integration() { pytest -q --durations=5 tests/integration tests/bench "${pytest_args[@]}"; }
+echo "== lint, then integration (+ bench smoke), beside unit: logs in $PART_LOGS"
+logged unit unit &
+unit_pid=$!
+set +e
+logged lint lint && { [ "$fast" = 1 ] || logged integration integration; }
+wait "$unit_pid"
+set -e
+failed=0
+for name in lint unit integration; do
+  [ -f "$PART_LOGS/$name.result" ] || continue
+  label=$name
+  [ "$name" = integration ] && label="integration (+ bench smoke)"
+  echo "== $label"
+  cat "$PART_LOGS/$name.log"
+  read -r secs rc <"$PART_LOGS/$name.result"
+  record "$label" "$secs" "$rc"
+  [ "$rc" = 0 ] || failed=$rc
+done
+[ "$failed" = 0 ] || fail "$failed"
 if [ "$fast" = 1 ]; then
   split ok
   exit 0
 fi
-part "integration (+ bench smoke)" pytest -q --durations=5 tests/integration tests/bench \
-  "${pytest_args[@]}"
 
 # The e2e tests and molecule use different containers and simulators (names never overlap).
 molecule_pid=""
