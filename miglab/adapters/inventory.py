@@ -250,6 +250,15 @@ def _raise_if_any(problems: list[Problems]) -> None:
         raise ValidationError(items)
 
 
+# the host's numeric values: (variable, check, minimum, maximum), in Host's order
+_HOST_NUMBERS = (
+    ("miglab_host_cpus", schema.integer, 1, MAX_HOST_CPUS),
+    ("miglab_host_memory_gb", schema.integer, 1, MAX_HOST_MEMORY_GB),
+    ("miglab_host_cpu_overcommit", schema.number, 1.0, MAX_CPU_OVERCOMMIT),
+    ("miglab_host_memory_reserved_gb", schema.integer, 0, MAX_HOST_MEMORY_GB),
+)
+
+
 def _host(name: str, hvars: dict, field: str, problems: Problems, catalog: Catalog) -> Host | None:
     values = {k: hvars.get(k, default) for k, default in HOST_VARS.items()}
     for key in hvars:
@@ -287,33 +296,9 @@ def _host(name: str, hvars: dict, field: str, problems: Problems, catalog: Catal
             continue
         if count:
             gpus.extend([model] * count)
-    cpus = schema.integer(
-        values["miglab_host_cpus"],
-        f"{field}.miglab_host_cpus",
-        problems,
-        minimum=1,
-        maximum=MAX_HOST_CPUS,
-    )
-    mem = schema.integer(
-        values["miglab_host_memory_gb"],
-        f"{field}.miglab_host_memory_gb",
-        problems,
-        minimum=1,
-        maximum=MAX_HOST_MEMORY_GB,
-    )
-    over = schema.number(
-        values["miglab_host_cpu_overcommit"],
-        f"{field}.miglab_host_cpu_overcommit",
-        problems,
-        minimum=1.0,
-        maximum=MAX_CPU_OVERCOMMIT,
-    )
-    reserved = schema.integer(
-        values["miglab_host_memory_reserved_gb"],
-        f"{field}.miglab_host_memory_reserved_gb",
-        problems,
-        minimum=0,
-        maximum=MAX_HOST_MEMORY_GB,
+    cpus, mem, over, reserved = (
+        check(values[key], f"{field}.{key}", problems, minimum=low, maximum=high)
+        for key, check, low, high in _HOST_NUMBERS
     )
     if mem is not None and reserved is not None and reserved >= mem:
         problems.add(

@@ -63,13 +63,7 @@ def integer(
     if isinstance(value, bool) or not isinstance(value, int):
         problems.add(path, f"must be an integer, got {type_name(value)} {value!r}")
         return None
-    if minimum is not None and value < minimum:
-        problems.add(path, f"must be at least {minimum}, got {value}")
-        return None
-    if maximum is not None and value > maximum:
-        problems.add(path, f"must be at most {maximum}, got {value}")
-        return None
-    return value
+    return value if _within(value, path, problems, minimum, maximum) else None
 
 
 def number(
@@ -86,13 +80,18 @@ def number(
     if isinstance(value, float) and not math.isfinite(value):
         problems.add(path, f"must be a finite number, got {value!r}")
         return None
+    return float(value) if _within(value, path, problems, minimum, maximum) else None
+
+
+def _within(value: float, path: str, problems: Problems, minimum, maximum) -> bool:
+    """Whether minimum <= value <= maximum (a bound of None is open); one problem if not."""
     if minimum is not None and value < minimum:
         problems.add(path, f"must be at least {minimum}, got {value}")
-        return None
+        return False
     if maximum is not None and value > maximum:
         problems.add(path, f"must be at most {maximum}, got {value}")
-        return None
-    return float(value)
+        return False
+    return True
 
 
 def string(
