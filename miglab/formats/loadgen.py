@@ -36,6 +36,7 @@ __all__ = [
     "BadLine",
     "DetailLog",
     "find_run_logs",
+    "has_run_log",
     "looks_like_summary",
     "read_detail_log",
     "read_summary_log",
@@ -301,6 +302,11 @@ def looks_like_summary(file: Path) -> bool:
     except OSError:
         return False
     return "MLPerf Results Summary" in head and MLLOG_PREFIX not in head
+
+
+def has_run_log(run_dir: str | Path) -> bool:
+    """Whether ``run_dir`` holds a LoadGen log to read (the detail or the summary log)."""
+    return any((Path(run_dir) / name).is_file() for name in (DETAIL_LOG, SUMMARY_LOG))
 
 
 def find_run_logs(root: str | Path) -> list[Path]:

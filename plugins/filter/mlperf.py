@@ -16,17 +16,16 @@ from ansible_collections.miglab.lab.plugins.plugin_utils.values import plain, re
 try:
     from miglab.core.runs import parse_run
     from miglab.errors import ValidationError
+    from miglab.formats.loadgen import has_run_log
     from miglab.formats.manifest import MANIFEST, verify_run
     from miglab.mlperf.results.aggregate import check_round
 
     IMPORT_ERROR = None
 except ImportError as exc:  # reported when a filter is used
-    parse_run = verify_run = check_round = None
+    parse_run = verify_run = check_round = has_run_log = None
     MANIFEST = "MANIFEST.sha256"
     ValidationError = Exception
     IMPORT_ERROR = exc
-
-LOG_FILES = ("mlperf_log_detail.txt", "mlperf_log_summary.txt")
 
 # Options of `python -m miglab.mlperf.run` the role may set: key -> flag. A value of None or ""
 # leaves the flag out; True adds a bare flag; False leaves it out.
@@ -113,7 +112,7 @@ def mlperf_run_status(run_dir):
         "reasons": [],
         "line": "",
     }
-    if not any((run_dir / f).is_file() for f in LOG_FILES):
+    if not require(has_run_log, "mlperf", IMPORT_ERROR)(run_dir):
         status["reasons"] = ["no LoadGen log"]
         status["line"] = f"NO RESULT: no LoadGen log in {run_dir}"
         return status
@@ -143,14 +142,6 @@ def mlperf_run_status(run_dir):
 def mlperf_run_valid(run_dir):
     """True when the run folder holds LoadGen logs that say VALID."""
     return mlperf_run_status(run_dir)["valid"]
-
-
-def mlperf_runs_valid(run_dirs):
-    """True when every run folder of the list is VALID (and the list is not empty)."""
-    dirs = _plain(run_dirs or [])
-    if isinstance(dirs, str):
-        dirs = [dirs]
-    return bool(dirs) and all(mlperf_run_valid(d) for d in dirs)
 
 
 def mlperf_matrix(benchmarks, scenarios, runs):
@@ -315,7 +306,6 @@ class FilterModule:
             "mlperf_run_args": mlperf_run_args,
             "mlperf_run_status": mlperf_run_status,
             "mlperf_run_valid": mlperf_run_valid,
-            "mlperf_runs_valid": mlperf_runs_valid,
             "mlperf_matrix": mlperf_matrix,
             "mlperf_round_checks": mlperf_round_checks,
             "mlperf_incomplete_rounds": mlperf_incomplete_rounds,

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from miglab.core.runs import RunRecord, parse_run
 from miglab.errors import Problem, ValidationError
-from miglab.formats.loadgen import DETAIL_LOG, SUMMARY_LOG, find_run_logs
+from miglab.formats.loadgen import find_run_logs, has_run_log
 
 __all__ = [
     "Aggregate",
@@ -729,7 +729,7 @@ def check_round(
     absent = []
     for vm, run_dir in vm_run_dirs.items():
         d = Path(run_dir)
-        if not any((d / f).is_file() for f in (DETAIL_LOG, SUMMARY_LOG)):
+        if not has_run_log(d):
             absent.append(f"{vm}: no LoadGen log")
             continue
         try:
