@@ -173,8 +173,9 @@ def main() -> int:
     ).stdout.strip()
     logs = ROOT / "bench" / "results-main-job"
     logs.mkdir(parents=True, exist_ok=True)
-    # The clone builds its own images: no stamp is shared, so this is the first run's work.
-    env_note = "podman image localhost/miglab-debian12 rebuilt by the clone (its own stamps)"
+    # The images are the machine's and a project reuses them while their recipe label matches:
+    # the first run is made to rebuild them, as on a fresh machine.
+    env_note = "podman images rebuilt by the first run (MIGLAB_REBUILD_IMAGES=1)"
     os.environ["MIGLAB_REBUILD_IMAGES"] = "1"
     rc1, t1 = run(["bash", "scripts/demo.sh", args.campaign], clone, logs / "first-run.log")
     os.environ.pop("MIGLAB_REBUILD_IMAGES")

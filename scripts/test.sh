@@ -115,12 +115,11 @@ fi
 
 # The e2e tests and molecule use different containers and simulators (names never overlap).
 molecule_pid=""
-MOLECULE_LOG=$ROOT/.cache/molecule/all.log
+MOLECULE_LOG=$PART_LOGS/molecule.log
 if [ "${MIGLAB_SKIP_MOLECULE:-0}" != 1 ] && [ "${MIGLAB_TEST_PARALLEL:-1}" = 1 ]; then
   mkdir -p "$(dirname "$MOLECULE_LOG")"
   echo "== molecule (every role's scenarios, podman), beside the e2e tests: $MOLECULE_LOG"
-  molecule_start=$(date +%s)
-  bash scripts/molecule-all.sh >"$MOLECULE_LOG" 2>&1 &
+  logged molecule bash scripts/molecule-all.sh &  # its own wall time in molecule.result
   molecule_pid=$!
 fi
 set +e
@@ -146,7 +145,8 @@ if [ -n "$molecule_pid" ]; then
     done
     tail -n 40 "$MOLECULE_LOG"
   fi
-  record "molecule (beside e2e)" $(($(date +%s) - molecule_start)) "$molecule_rc"
+  read -r secs _ <"$PART_LOGS/molecule.result"
+  record "molecule (beside e2e)" "$secs" "$molecule_rc"
   [ "$molecule_rc" = 0 ] || fail "$molecule_rc"
 fi
 [ "$e2e_rc" = 0 ] || fail "$e2e_rc"

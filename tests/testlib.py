@@ -61,6 +61,19 @@ def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     )
 
 
+def run_args(args, *, cwd, env, timeout=300) -> subprocess.CompletedProcess:
+    """Run a command (Paths allowed) and capture its output as text."""
+    return subprocess.run(
+        [str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def stdout_if_ok(res: subprocess.CompletedProcess) -> str:
+    """The command's stdout; the test fails with the tail of both streams if it did not exit 0."""
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    return res.stdout
+
+
 def run_module(
     name: str, args: dict, *, check: bool = False, diff: bool = False, env: dict | None = None
 ) -> dict:

@@ -12,8 +12,9 @@
 #   3. debootstraps Debian 12 (minbase + python3, systemd, sudo) and imports it as
 #      localhost/miglab-debian12:latest with CMD /sbin/init; apt's package lists are fetched in
 #      the image so roles can use cache_valid_time instead of updating in every scenario.
-# A stamp (.cache/images/miglab-debian12.stamp, holding this script's recipe hash and the image
-# id) makes the next run a no-op while the image exists. MIGLAB_REBUILD_IMAGES=1 forces a rebuild.
+# The image's label miglab.recipe holds this script's recipe hash: the next run, from any project
+# on the machine (the image is the machine's), is a no-op while it matches.
+# MIGLAB_REBUILD_IMAGES=1 forces a rebuild.
 set -euo pipefail
 
 CACHE=${MIGLAB_PROJECT_DIR:-$PWD}/.cache  # the project's caches
@@ -21,7 +22,6 @@ CONF=$CACHE/containers/containers.conf
 IMAGE=${MIGLAB_GUEST_IMAGE:-localhost/miglab-debian12:latest}
 MIRROR=${MIGLAB_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SUITE=bookworm
-STAMP=$CACHE/images/miglab-debian12.stamp
 
 print_env() {
   printf 'export CONTAINERS_CONF=%q\n' "$CONF"
@@ -49,7 +49,7 @@ if ((${#missing[@]})); then
 fi
 
 # 2. containers.conf.
-mkdir -p "$(dirname "$CONF")" "$(dirname "$STAMP")"
+mkdir -p "$(dirname "$CONF")" "$CACHE/images"
 want_conf='[containers]
 default_ulimits = ["nofile=20000:20000", "nproc=4096:4096"]
 
@@ -63,10 +63,9 @@ export CONTAINERS_CONF=$CONF
 
 # 3. The image.
 recipe=$(sed -n '/^# --- recipe ---$/,/^# --- end recipe ---$/p' "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16)
-image_id=$(podman image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null || true)
-if [ -z "${MIGLAB_REBUILD_IMAGES:-}" ] && [ -n "$image_id" ] &&
-  [ "$(cat "$STAMP" 2>/dev/null)" = "$recipe $image_id" ]; then
-  log "$IMAGE is up to date (${image_id:0:12})"
+have=$(podman image inspect --format '{{index .Labels "miglab.recipe"}}' "$IMAGE" 2>/dev/null || true)
+if [ -z "${MIGLAB_REBUILD_IMAGES:-}" ] && [ "$have" = "$recipe" ]; then
+  log "$IMAGE is up to date (recipe $recipe)"
   print_env
   exit 0
 fi
@@ -114,10 +113,10 @@ echo miglab-guest >"$build/root/etc/hostname"
 : >"$build/root/etc/machine-id"
 chroot "$build/root" apt-get clean
 log "podman import -> $IMAGE"
-tar -C "$build/root" -c . | podman import -q --change 'CMD ["/sbin/init"]' - "$IMAGE" >/dev/null
+tar -C "$build/root" -c . |
+  podman import -q --change 'CMD ["/sbin/init"]' --change "LABEL miglab.recipe=$recipe" - "$IMAGE" >/dev/null
 # --- end recipe ---
 
 image_id=$(podman image inspect --format '{{.Id}}' "$IMAGE")
-echo "$recipe $image_id" >"$STAMP"
 log "built $IMAGE (${image_id:0:12})"
 print_env

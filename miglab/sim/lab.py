@@ -20,8 +20,10 @@ What ``up`` starts for a lab inventory (default ``inventories/sim``: one R750xa-
   MLPerf runs use the reference backend on CPU with tiny models and say so (``simulated``).
 
 ``down`` stops the simulator and removes every container of the lab (vcsim keeps its state in
-memory: the VMs are gone with it). ``status`` prints what runs. Images, the simulator binary and
-the stand-ins are built once and stamped (``.cache``); ``up`` twice is a no-op.
+memory: the VMs are gone with it). ``status`` prints what runs. ``up`` twice is a no-op: the
+simulator binary and the stand-ins are stamped in the project's ``.cache``; the images are the
+machine's (podman's storage), so each carries the hash of what it was built from as its label
+``miglab.recipe``, and another project on the machine reuses them while that matches.
 
 Faults for the tests: ``MIGLAB_SIM_FAULTS`` (JSON, host name -> lab-file keys of the simulator,
 e.g. ``{"esxi-01.sim.miglab.test": {"reboot_never_returns": true}}``) at ``up``; and, in a lab
@@ -62,6 +64,7 @@ GOLDEN_BUILDER = "miglab-sim-golden"
 REBOOT_HANGS = SIM_DIR / "faults" / "reboot-hangs"
 GOLDEN_ROLES = ("guest_base", "guest_vgpu_driver", "guest_container_toolkit", "mlperf")
 LABEL = "miglab.sim"
+RECIPE_LABEL = "miglab.recipe"  # the images' label: what they were built from (see the scripts)
 # The simulated hosts' driver bundle (the GRID guest driver stand-in is of the same branch).
 HOST_DRIVER = ("535.216.01", "7.0.2")
 ESXI_RELEASE = "7.0.3"
@@ -115,7 +118,7 @@ def build_prerequisites() -> dict[str, str]:
     MLPerf wheelhouse; returns the environment (CONTAINERS_CONF, images, key)."""
     if os.geteuid() != 0:
         raise SimError("the simulated lab needs root (rootful podman: miglab/sim/build-images.sh)")
-    log("images: Debian 12 base + ESXi stand-in (stamped)")
+    log("images: Debian 12 base + ESXi stand-in (once per recipe)")
     os.environ["MIGLAB_PROJECT_DIR"] = str(project_dir())  # the build scripts' caches too
     out = _run(["bash", str(PACKAGE / "standins" / "esxi" / "build-image.sh")]).stdout
     env = _env_from(out)
@@ -186,13 +189,18 @@ def _golden_recipe(env: dict[str, str], inventory: Path) -> str:
     return h.hexdigest()[:16]
 
 
+def _image_recipe(image: str) -> str:
+    """The recipe hash an image was built from (its label; "" when it has none or is missing).
+    The label, not a file in the project: images are the machine's, shared by its projects."""
+    res = _run(["podman", "image", "inspect", "--format", f'{{{{index .Labels "{RECIPE_LABEL}"}}}}',
+                image], check=False)  # fmt: skip
+    return res.stdout.strip() if res.returncode == 0 else ""
+
+
 def build_golden(env: dict[str, str], inventory: Path, *, force: bool = False) -> str:
     """The golden guest image: guest base (sshd) + guest roles + MLPerf preparation, committed."""
-    stamp = CACHE / "images" / "miglab-sim-guest.stamp"
     recipe = _golden_recipe(env, inventory)
-    have = _run(["podman", "image", "inspect", "--format", "{{.Id}}", GOLDEN_IMAGE], check=False)
-    current = have.returncode == 0 and stamp.exists()
-    if not force and current and stamp.read_text().split() == [recipe, have.stdout.strip()]:
+    if not force and _image_recipe(GOLDEN_IMAGE) == recipe:
         log(f"golden guest image {GOLDEN_IMAGE} is up to date")
         return GOLDEN_IMAGE
     started = time.monotonic()
@@ -276,15 +284,14 @@ def build_golden(env: dict[str, str], inventory: Path, *, force: bool = False) -
                 "-q",
                 "--change",
                 'CMD ["/sbin/init"]',
+                "--change",
+                f"LABEL {RECIPE_LABEL}={recipe}",
                 GOLDEN_BUILDER,
                 GOLDEN_IMAGE,
             ]
         )
     finally:
         _run(["podman", "rm", "-f", GOLDEN_BUILDER], check=False)
-    image_id = _run(["podman", "image", "inspect", "--format", "{{.Id}}", GOLDEN_IMAGE]).stdout
-    stamp.parent.mkdir(parents=True, exist_ok=True)
-    stamp.write_text(f"{recipe} {image_id.strip()}\n")
     log(f"golden guest image built in {time.monotonic() - started:.0f} s")
     return GOLDEN_IMAGE
 

@@ -1,9 +1,11 @@
-"""The main job end to end on the built-in simulated lab: `miglab sim up`, `miglab run` (site.yml
-through ansible-runner), the report, a second `ansible-playbook site.yml` that must change
-nothing, `miglab run --resume`, and the teardown.
+"""The main job end to end on the built-in simulated lab, as a user of the installed miglab runs
+it: in a project made by `miglab init` outside the checkout (tests/e2e/conftest.py installs the
+wheel and the collection), `miglab sim up`, `miglab run` (the collection's site playbook through
+ansible-runner), the report, a second `ansible-playbook miglab.lab.site` that must change
+nothing, `miglab run --resume`, faults, and `ansible-playbook miglab.lab.teardown`.
 
-Slow (a few minutes: the golden guest image is built once per machine), needs root and podman; it
-uses the checkout's simulated lab (.cache/sim) and stops it at the end.
+Slow (a few minutes: the golden guest image is built once per project), needs root and podman;
+the lab lives in the project's .cache/sim and is stopped at the end.
 """
 
 from __future__ import annotations
@@ -26,13 +28,33 @@ pytestmark = [pytest.mark.e2e, pytest.mark.sim]
 
 CAMPAIGN = ROOT / "tests" / "e2e" / "campaigns" / "sim-small.yml"
 HOST = "esxi-01.sim.miglab.test"
-REBOOT_HANGS = ROOT / ".cache" / "sim" / "faults" / "reboot-hangs"  # see miglab/sim/lab.py
+
+
+class _Lab:
+    """The project the tests' lab lives in and the installed miglab that runs it (set by the
+    sim_lab fixture: every test here uses it)."""
+
+    project: Path
+    bindir: Path
+    env: dict
+
+    def bin(self, name: str) -> str:
+        return str(self.bindir / name)
+
+    def sim(self, *parts: str) -> Path:
+        """A path in the lab's state folder (see miglab/sim/lab.py)."""
+        return self.project.joinpath(".cache", "sim", *parts)
+
+    def vcenter(self) -> dict:
+        return json.loads(self.sim("vcsim.json").read_text())
+
+
+LAB = _Lab()
 
 
 def _run(cmd: list[str], timeout: int = 1200, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        cmd, cwd=ROOT, env=ansible_env(env), capture_output=True, text=True, timeout=timeout
-    )
+    return subprocess.run(cmd, cwd=LAB.project, env={**LAB.env, **env}, capture_output=True,
+                          text=True, timeout=timeout)  # fmt: skip
 
 
 def _recap(stdout: str) -> dict[str, dict[str, int]]:
@@ -44,17 +66,19 @@ def _recap(stdout: str) -> dict[str, dict[str, int]]:
 
 
 @pytest.fixture(scope="module")
-def sim_lab():
+def sim_lab(installed):
     if os.environ.get("MIGLAB_SKIP_SIM", "0") == "1":
         pytest.skip("MIGLAB_SKIP_SIM=1")
     if os.geteuid() != 0 or not shutil.which("podman"):
         pytest.skip("the simulated lab needs root and podman")
-    # A fresh lab: VMs of other campaigns would hold the GPUs (vcsim refuses the power-on).
-    _run([str(BIN / "miglab"), "sim", "down"], timeout=300)
-    res = _run([str(BIN / "miglab"), "sim", "up"], timeout=1800)
+    # The checkout's own lab down: it would hold the same containers and ports.
+    subprocess.run([str(BIN / "miglab"), "sim", "down"], cwd=ROOT, env=ansible_env(),
+                   capture_output=True, timeout=300, check=False)  # fmt: skip
+    LAB.project, LAB.bindir, LAB.env = installed.init("simlab"), installed.bindir, installed.env
+    res = _run([LAB.bin("miglab"), "sim", "up"], timeout=1800)
     assert res.returncode == 0, res.stdout + res.stderr
     yield
-    _run([str(BIN / "miglab"), "sim", "down"], timeout=300)
+    _run([LAB.bin("miglab"), "sim", "down"], timeout=300)
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +89,7 @@ def results(tmp_path_factory):
 @pytest.fixture(scope="module")
 def first_run(sim_lab, results):
     res = _run(
-        [str(BIN / "miglab"), "run", str(CAMPAIGN), "--results-dir", str(results)], timeout=1800
+        [LAB.bin("miglab"), "run", str(CAMPAIGN), "--results-dir", str(results)], timeout=1800
     )
     assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-6000:]
     return res
@@ -94,8 +118,8 @@ def test_no_secret_in_artifacts_results_or_report(first_run, results):
     """The simulated vCenter's password and the licence token's sentinel appear in no file the
     run left behind: ansible-runner's artifacts (events, stdout, env), the results tree, the
     report, the simulated lab's own logs."""
-    password = json.loads((ROOT / ".cache" / "sim" / "vcsim.json").read_text())["password"]
-    sentinel = (ROOT / ".cache" / "standins" / "token-sentinel.txt").read_text().strip()
+    password = LAB.vcenter()["password"]
+    sentinel = (LAB.project / ".cache" / "standins" / "token-sentinel.txt").read_text().strip()
     artifacts = Path(re.search(r"^artifacts: (\S+)$", first_run.stdout, re.M).group(1))
     folders = [artifacts.parents[1], results]
     leaks = []
@@ -117,7 +141,7 @@ def test_no_secret_in_artifacts_results_or_report(first_run, results):
 
 def test_second_site_run_changes_nothing(first_run, results):
     res = _run(
-        [str(BIN / "ansible-playbook"), "site.yml", "-e", f"miglab_results_dir={results}"],
+        [LAB.bin("ansible-playbook"), "miglab.lab.site", "-e", f"miglab_results_dir={results}"],
         MIGLAB_CAMPAIGN=str(CAMPAIGN),
     )
     assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-3000:]
@@ -128,11 +152,9 @@ def test_second_site_run_changes_nothing(first_run, results):
 
 def test_resume_redoes_nothing_and_a_plain_rerun_is_refused(first_run, results):
     before = {p: p.stat().st_mtime for p in results.rglob("mlperf_log_detail.txt")}
-    res = _run([str(BIN / "miglab"), "run", str(CAMPAIGN), "--results-dir", str(results)])
+    res = _run([LAB.bin("miglab"), "run", str(CAMPAIGN), "--results-dir", str(results)])
     assert res.returncode == 2 and "--resume" in res.stderr
-    res = _run(
-        [str(BIN / "miglab"), "run", str(CAMPAIGN), "--results-dir", str(results), "--resume"]
-    )
+    res = _run([LAB.bin("miglab"), "run", str(CAMPAIGN), "--results-dir", str(results), "--resume"])
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-4000:]
     assert {p: p.stat().st_mtime for p in results.rglob("mlperf_log_detail.txt")} == before
 
@@ -158,13 +180,11 @@ def test_resume_redoes_a_round_whose_vms_did_not_run_at_once(first_run, results)
     redone = {p for p in logs if p.parts[-5:-1] == ("resnet50", "Offline", "performance", "run_1")
               and p.parts[-6] in {v.name for v in vms}}  # fmt: skip
     assert len(redone) == 3
-    res = _run(
-        [str(BIN / "miglab"), "run", str(CAMPAIGN), "--results-dir", str(results), "--resume"]
-    )
+    res = _run([LAB.bin("miglab"), "run", str(CAMPAIGN), "--results-dir", str(results), "--resume"])
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-4000:]
     after = {p: p.stat().st_mtime for p in results.rglob("mlperf_log_detail.txt")}
     assert {p for p in logs if after[p] != logs[p]} == redone
-    verify = _run([str(BIN / "miglab"), "results", "verify", str(results)])
+    verify = _run([LAB.bin("miglab"), "results", "verify", str(results)])
     assert verify.returncode == 0, verify.stdout + verify.stderr
 
 
@@ -192,9 +212,9 @@ def chain(first_run, results, tmp_path_factory):
 
 def _start_run(again: Path, *extra: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [str(BIN / "miglab"), "run", str(CAMPAIGN), "--results-dir", str(again), "--resume",
+        [LAB.bin("miglab"), "run", str(CAMPAIGN), "--results-dir", str(again), "--resume",
          *extra],
-        cwd=ROOT, env=ansible_env({}), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=LAB.project, env=LAB.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
 
 
@@ -229,19 +249,19 @@ def _failed_run_kept_what_it_had(again: Path, s1: dict, out: str, banner: bool =
     report = (again / "sim-small" / "report" / "report.md").read_text()
     assert not banner or "THE CAMPAIGN RUN FAILED" in report
     assert {p: p.read_bytes() for p in s1} == s1
-    verify = _run([str(BIN / "miglab"), "results", "verify", str(again / "sim-small" / "s1")])
+    verify = _run([LAB.bin("miglab"), "results", "verify", str(again / "sim-small" / "s1")])
     assert verify.returncode == 0, verify.stdout + verify.stderr
 
 
 def _resume_finishes(again: Path, s1: dict) -> None:
-    res = _run([str(BIN / "miglab"), "run", str(CAMPAIGN), "--results-dir", str(again), "--resume"])
+    res = _run([LAB.bin("miglab"), "run", str(CAMPAIGN), "--results-dir", str(again), "--resume"])
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-4000:]
     assert {p: p.read_bytes() for p in s1} == s1
     report = (again / "sim-small" / "report" / "report.md").read_text()
     assert "THE CAMPAIGN RUN FAILED" not in report and "LoadGen says INVALID" not in report
     runs = list((again / "sim-small" / "s6").glob("*/resnet50/Offline/performance/run_1"))
     assert len(runs) == 3
-    verify = _run([str(BIN / "miglab"), "results", "verify", str(again)])
+    verify = _run([LAB.bin("miglab"), "results", "verify", str(again)])
     assert verify.returncode == 0, verify.stdout + verify.stderr
 
 
@@ -256,7 +276,7 @@ def test_an_invalid_run_fails_the_campaign(chain):
                                "--min-duration-ms", "3600000"]}
     )  # fmt: skip
     res = _run(
-        [str(BIN / "ansible-playbook"), "site.yml", "-e", f"miglab_results_dir={again}",
+        [LAB.bin("ansible-playbook"), "miglab.lab.site", "-e", f"miglab_results_dir={again}",
          "-e", never_long_enough],
         MIGLAB_CAMPAIGN=str(CAMPAIGN),
     )  # fmt: skip
@@ -270,7 +290,7 @@ def test_an_invalid_run_fails_the_campaign(chain):
 
 def _blockers(state: str) -> dict:
     """Four VMs of someone else, each with a full-GPU vGPU: they take every GPU of the host."""
-    conn = json.loads((ROOT / ".cache" / "sim" / "vcsim.json").read_text())
+    conn = LAB.vcenter()
     vms = [
         {"name": f"e2e-blocker-{i}", "host": HOST, "vcpus": 2, "memory_gb": 4,
          "vgpus": ["grid_a100d-7-80c"]}
@@ -293,7 +313,7 @@ def test_a_refused_power_on_fails_the_run_and_names_it(chain):
     assert not blocked["failed"], blocked.get("msg")
     try:
         res = _run(
-            [str(BIN / "miglab"), "run", str(CAMPAIGN), "--results-dir", str(again), "--resume"]
+            [LAB.bin("miglab"), "run", str(CAMPAIGN), "--results-dir", str(again), "--resume"]
         )
         assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-3000:]
         assert f"no GPU of host {HOST} can take vGPU" in res.stderr
@@ -341,7 +361,7 @@ def test_sigint_stops_the_run_and_keeps_the_results(chain):
     assert "interrupted by SIGINT" in err and "--resume" in err
     _failed_run_kept_what_it_had(again, s1, out + err)
     assert "interrupted by SIGINT" in (again / "sim-small" / "report" / "report.md").read_text()
-    status = _run([str(BIN / "miglab"), "status"])
+    status = _run([LAB.bin("miglab"), "status"])
     assert ": idle" in status.stdout, status.stdout
 
 
@@ -362,13 +382,13 @@ def test_a_full_results_disk_fails_the_run(chain):
                     os.write(fd, b"\0" * 65536)
         finally:
             os.close(fd)
-        res = _run([str(BIN / "miglab"), "run", str(CAMPAIGN), "--results-dir", str(again),
+        res = _run([LAB.bin("miglab"), "run", str(CAMPAIGN), "--results-dir", str(again),
                     "--resume"])  # fmt: skip
         assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-3000:]
         assert "No space left on device" in res.stderr, res.stderr[-3000:]
         assert "Traceback" not in res.stdout + res.stderr
         assert {p: p.read_bytes() for p in s1} == s1
-        verify = _run([str(BIN / "miglab"), "results", "verify", str(again / "sim-small")])
+        verify = _run([LAB.bin("miglab"), "results", "verify", str(again / "sim-small")])
         assert "temp-file" not in verify.stdout and "staging" not in verify.stdout, verify.stdout
     finally:
         filler.unlink(missing_ok=True)
@@ -381,7 +401,7 @@ def test_vcenter_unreachable_mid_run_fails_it_and_resume_finishes(chain, tmp_pat
     resume (vCenter back) finishes: the wave is complete, its VMs are powered off, s1 intact,
     every result verified."""
     again, s1, _ = chain
-    conn = json.loads((ROOT / ".cache" / "sim" / "vcsim.json").read_text())
+    conn = LAB.vcenter()
     proxy = CountingProxy(int(conn["port"]))
     via_proxy = tmp_path / "vcenter-via-proxy.json"
     via_proxy.write_text(json.dumps({"miglab_vcenter": {**conn, "port": proxy.port}}))
@@ -400,13 +420,13 @@ def test_vcenter_unreachable_mid_run_fails_it_and_resume_finishes(chain, tmp_pat
     _failed_run_kept_what_it_had(again, s1, out + err)
     assert "cannot reach" in (again / "sim-small" / "report" / "report.md").read_text()
     _resume_finishes(again, s1)
-    status = json.loads(_run([str(BIN / "miglab"), "sim", "status", "--json"]).stdout)
+    status = json.loads(_run([LAB.bin("miglab"), "sim", "status", "--json"]).stdout)
     assert not [g for g, st in status["guests"].items() if g.startswith("sim-small-") and
                 st == "running"], status  # fmt: skip
 
 
 def _host_module(name: str, **args) -> dict:
-    conn = json.loads((ROOT / ".cache" / "sim" / "vcsim.json").read_text())
+    conn = LAB.vcenter()
     res = run_module(name, {**conn, "esxi_hostname": HOST, **args})
     assert not res.get("failed"), res.get("msg")
     return res
@@ -426,10 +446,10 @@ def test_a_host_that_does_not_come_back_from_its_reboot_stops_the_run(first_run,
     _host_module("esxi_host_graphics", default_graphics_type="shared")
     _host_module("esxi_host_maintenance", state="rebooted", timeout=300)
     _host_module("esxi_host_maintenance", state="normal")
-    REBOOT_HANGS.touch()
+    LAB.sim("faults", "reboot-hangs").touch()
     try:
         res = _run(
-            [str(BIN / "miglab"), "run", str(CAMPAIGN), "--results-dir", str(again), "--resume",
+            [LAB.bin("miglab"), "run", str(CAMPAIGN), "--results-dir", str(again), "--resume",
              "-e", "esxi_graphics_reboot_timeout=15", "-e", "esxi_mig_reboot_timeout=15",
              "-e", "esxi_vgpu_driver_reboot_timeout=15"],
         )  # fmt: skip
@@ -444,13 +464,13 @@ def test_a_host_that_does_not_come_back_from_its_reboot_stops_the_run(first_run,
         assert "THE CAMPAIGN RUN FAILED" in report and "did not reconnect" in report
         assert {p: p.read_bytes() for p in files} == files
     finally:
-        REBOOT_HANGS.unlink(missing_ok=True)  # the host finishes its boot
-    conn = json.loads((ROOT / ".cache" / "sim" / "vcsim.json").read_text())
+        LAB.sim("faults", "reboot-hangs").unlink(missing_ok=True)  # the host finishes its boot
+    conn = LAB.vcenter()
     args = {**conn, "esxi_hostname": HOST, "state": "normal", "timeout": 300}
     # Until vCenter sees it connected again, leaving maintenance mode fails (HostNotConnected).
     assert wait_until(lambda: not run_module("esxi_host_maintenance", args).get("failed"),
                       timeout=300, step=2)  # fmt: skip
-    res = _run([str(BIN / "miglab"), "run", str(CAMPAIGN), "--results-dir", str(again), "--resume"])
+    res = _run([LAB.bin("miglab"), "run", str(CAMPAIGN), "--results-dir", str(again), "--resume"])
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-4000:]
     assert {p: p.read_bytes() for p in files} == files
     assert (
@@ -468,7 +488,7 @@ def test_teardown_removes_the_vms_and_their_guests_and_turns_mig_off(first_run):
 
     assert "Enabled" in mig_modes()  # the campaign's GPUs
     res = _run(
-        [str(BIN / "ansible-playbook"), "playbooks/teardown.yml", "-e", "miglab_teardown_mig=true"],
+        [LAB.bin("ansible-playbook"), "miglab.lab.teardown", "-e", "miglab_teardown_mig=true"],
         MIGLAB_CAMPAIGN=str(CAMPAIGN),
     )
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
@@ -476,7 +496,7 @@ def test_teardown_removes_the_vms_and_their_guests_and_turns_mig_off(first_run):
 
     # The simulator's guest keeper removes a deleted VM's container (a deadline, not a guess).
     def guests_left() -> list[str]:
-        status = json.loads(_run([str(BIN / "miglab"), "sim", "status", "--json"]).stdout)
+        status = json.loads(_run([LAB.bin("miglab"), "sim", "status", "--json"]).stdout)
         return [g for g in status["guests"] if g.startswith("sim-small-")]
 
     assert wait_until(lambda: not guests_left(), timeout=300, step=1), guests_left()
