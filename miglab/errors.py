@@ -23,18 +23,44 @@ class Problem:
     field: str
     reason: str
 
+    def __post_init__(self) -> None:
+        # kept cut: a thousand problems quoting one huge value (YAML aliases) stay small
+        for name, limit in (("file", MAX_PATH), ("field", MAX_PATH), ("reason", MAX_REASON)):
+            object.__setattr__(self, name, _cut(getattr(self, name), limit))
+
     def __str__(self) -> str:
         field = self.field or "(top)"
         return f"{_one_line(self.file)}: {_one_line(field)}: {_one_line(self.reason)}"
 
 
+# A problem line stays readable whatever the input holds: a file name or field of at most
+# MAX_PATH characters, a reason of at most MAX_REASON (a huge quoted value is cut, not echoed).
+MAX_PATH, MAX_REASON = 300, 400
+# A command prints at most MAX_PRINTED problems, then one line saying how many more there are.
+MAX_PRINTED = 50
+
+
+def _cut(text: str, limit: int) -> str:
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit} more characters)"
+
+
 def _one_line(text: str) -> str:
     """``text`` with line breaks and other control characters escaped: a problem is one line,
     even when a file name, a YAML key or a quoted value holds a newline."""
-    text = str(text)
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
+
+
+def problem_lines(problems: list[Problem], limit: int = MAX_PRINTED) -> list[str]:
+    """``error: ...`` lines for ``problems``: the first ``limit`` of them, then a count."""
+    lines = [f"error: {p}" for p in problems[:limit]]
+    if len(problems) > limit:
+        lines.append(f"error: ... and {len(problems) - limit} more problems")
+    return lines
 
 
 class ValidationError(Exception):

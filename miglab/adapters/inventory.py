@@ -25,7 +25,6 @@ where they are written. Then the hosts' values come from ansible-core itself
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -155,7 +154,7 @@ def _find_hosts(
         return
     for key in group:
         if key not in GROUP_KEYS:
-            hint = difflib.get_close_matches(str(key), GROUP_KEYS, n=1)
+            hint = schema.close_matches(str(key), GROUP_KEYS)
             problems.add(
                 f"{path}.{key}",
                 "unknown key in a group"
@@ -176,6 +175,8 @@ def _find_hosts(
         hosts = {}
     for host, hvars in hosts.items():
         field = f"{path}.hosts.{host}"
+        if not labvars.check_inventory_name(host, "host", field, problems):
+            continue
         if hvars is not None and not isinstance(hvars, dict):
             problems.add(
                 field, f"must be a mapping of the host's variables, got {schema.type_name(hvars)}"
@@ -193,7 +194,8 @@ def _find_hosts(
         )
         return
     for child, body in children.items():
-        _find_hosts(body, str(child), under, out, f"{path}.children.{child}", problems, env)
+        if labvars.check_inventory_name(child, "group", f"{path}.children.{child}", problems):
+            _find_hosts(body, str(child), under, out, f"{path}.children.{child}", problems, env)
 
 
 def load_lab(
@@ -263,7 +265,7 @@ def _host(name: str, hvars: dict, field: str, problems: Problems, catalog: Catal
     values = {k: hvars.get(k, default) for k, default in HOST_VARS.items()}
     for key in hvars:
         if isinstance(key, str) and key.startswith("miglab_host_") and key not in HOST_VARS:
-            hint = difflib.get_close_matches(key, list(HOST_VARS), n=1)
+            hint = schema.close_matches(key, list(HOST_VARS))
             problems.add(
                 f"{field}.{key}",
                 "unknown variable" + (f"; did you mean {hint[0]!r}?" if hint else ""),

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from miglab.errors import Problems
+from miglab.formats.files import INPUT_BYTES, UnreadableFile, read_input_text
 
 GUESTS_GROUP = "guests"
 VMS_GROUP = "miglab_vms"
@@ -178,15 +179,15 @@ def read_vcenter_file(path: str | Path) -> dict:
     ``ca_bundle`` is relative to the file's folder. Raises ValidationError."""
     p = Problems(str(path))
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        p.add("", "file not found")
-        p.raise_if_any()
-    except (OSError, UnicodeDecodeError) as exc:
-        p.add("", f"cannot read: {getattr(exc, 'strerror', None) or exc}")
+        data = json.loads(read_input_text(path, limit=INPUT_BYTES))
+    except UnreadableFile as exc:
+        p.add("", exc.reason)
         p.raise_if_any()
     except json.JSONDecodeError as exc:
         p.add("", f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}")
+        p.raise_if_any()
+    except RecursionError:
+        p.add("", "not valid JSON: nested too deeply")
         p.raise_if_any()
     if not isinstance(data, dict):
         p.add("", "must be a JSON object of connection settings")

@@ -28,6 +28,7 @@ from miglab.errors import (
     EXIT_INVALID,
     EXIT_OK,
     ValidationError,
+    problem_lines,
 )
 
 
@@ -181,8 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except ValidationError as exc:
-        for problem in exc.problems:
-            print(f"error: {problem}", file=sys.stderr)
+        print("\n".join(problem_lines(exc.problems)), file=sys.stderr)
         return EXIT_INVALID
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

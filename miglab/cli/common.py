@@ -10,7 +10,9 @@ def _console(stderr: bool = False):
     from rich.console import Console
 
     width = None if sys.stdout.isatty() else 140
-    return Console(stderr=stderr, width=width, highlight=False, soft_wrap=False)
+    # no markup: names, paths and values come from input files, and "[/x]" in a host, GPU or
+    # file name must print as it is (with markup rich refused it: MarkupError); styles are Text's
+    return Console(stderr=stderr, width=width, highlight=False, soft_wrap=False, markup=False)
 
 
 def _print_json(data) -> None:

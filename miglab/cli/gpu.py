@@ -9,8 +9,10 @@ from miglab.cli.common import _console, _load, _print_json
 from miglab.errors import (
     EXIT_FAIL,
     EXIT_OK,
+    Problem,
     ValidationError,
 )
+from miglab.formats.files import INPUT_BYTES, UnreadableFile, read_input_text
 
 
 # --- gpu ----------------------------------------------------------------------------------------
@@ -91,7 +93,6 @@ def _print_profiles(model, as_json: bool) -> int:
 
 def cmd_gpu_profiles(args) -> int:
     from miglab.core.catalog import UnknownName, load_catalog
-    from miglab.errors import Problem
 
     try:
         model = load_catalog().get(args.gpu)
@@ -113,9 +114,9 @@ def cmd_gpu_inspect(args) -> int:
 
     problems = Problems(args.file)
     try:
-        text = Path(args.file).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        problems.add("", f"cannot read: {exc}")
+        text = read_input_text(args.file, limit=INPUT_BYTES)
+    except UnreadableFile as exc:
+        problems.add("", exc.reason)
         problems.raise_if_any()
     gpus = inspect_gpus(text, args.file)
     if args.json:
@@ -154,7 +155,6 @@ def cmd_gpu_inspect(args) -> int:
 def cmd_gpu_fit(args) -> int:
     from miglab.core.catalog import UnknownName, load_catalog
     from miglab.core.placement import explain_no_fit, fit
-    from miglab.errors import Problem
 
     problems = []
     try:
@@ -196,10 +196,24 @@ def cmd_gpu_mig_parted(args) -> int:
     from miglab.core.planning import plan_campaign
     from miglab.formats.migparted import dump
 
+    out = Path(args.output) if args.output else None
+    if out is not None and (out.is_dir() or (out.exists() and not out.is_file())):
+        kind = "a directory" if out.is_dir() else "not a regular file"
+        raise ValidationError([Problem(str(out), "-o", f"is {kind}; give the path of a file")])
+    if out is not None and not out.parent.is_dir():
+        raise ValidationError([Problem(str(out), "-o", f"folder {out.parent} does not exist")])
     campaign, lab = _load(args)
     text = dump(campaign_to_mig_parted(plan_campaign(campaign, lab)))
-    if args.output:
-        Path(args.output).write_text(text)
+    if out is not None:
+        tmp = out.with_name(f".{out.name}.tmp")
+        try:
+            tmp.write_text(text)
+            tmp.replace(out)  # never half a file
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise ValidationError(
+                [Problem(str(out), "-o", f"cannot write: {exc.strerror}")]
+            ) from None
         print(f"wrote {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)

@@ -199,7 +199,7 @@ def _run_with_progress(run_playbook, playbook, inventory, extravars, tags, check
     from rich.console import Console
     from rich.live import Live
 
-    console = Console(stderr=True)
+    console = Console(stderr=True, markup=False)  # task and host names print as they are
     kwargs = dict(tags=tags, check=check, private_dir=folder, envvars=envvars,
                   rounds_total=rounds_total, extra_args=extra_args, cancel=cancel)  # fmt: skip
     if not console.is_terminal:  # a log: one line per play, per MLPerf round, per failure

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from miglab.core.planning import CampaignPlan
 from miglab.core.schedule import fmt_duration
@@ -23,7 +24,7 @@ def _gpus(packing, hosts: int) -> str:
 def print_plan(plan: CampaignPlan, out: Console) -> None:
     c, lab, sch = plan.campaign, plan.lab, plan.schedule
     gpus = sum(len(h.gpus) for h in lab.hosts)
-    out.print(f"[bold]Campaign {c.name}[/bold]  ({c.file})")
+    out.print(Text.assemble((f"Campaign {c.name}", "bold"), f"  ({c.file})"))
     out.print(
         f"GPU {c.gpu.name}; lab {lab.source}: {len(lab.hosts)} host(s), {gpus} GPU(s), "
         f"{sum(h.cpus for h in lab.hosts)} logical CPUs, "
@@ -39,9 +40,11 @@ def print_plan(plan: CampaignPlan, out: Console) -> None:
             s, pk = job.scenario, job.packing
             out.print()
             out.print(
-                f"[bold]Scenario {s.id}[/bold]: {s.describe()} -- {s.vm_count} VM(s) on "
-                f"{len(pk.gpus)} GPU(s); wave {wave_no}, "
-                f"{fmt_duration(job.start_s)} -> {fmt_duration(job.end_s)}"
+                Text.assemble(
+                    (f"Scenario {s.id}", "bold"),
+                    f": {s.describe()} -- {s.vm_count} VM(s) on {len(pk.gpus)} GPU(s); "
+                    f"wave {wave_no}, {fmt_duration(job.start_s)} -> {fmt_duration(job.end_s)}",
+                )
             )
             t = Table(
                 "VM",
@@ -127,6 +130,9 @@ def print_plan(plan: CampaignPlan, out: Console) -> None:
     )
     mode = "parallel" if sch.parallel else "serial (schedule.parallel: false)"
     out.print(
-        f"[bold]serial {fmt_duration(sch.serial_s)}  |  planned {fmt_duration(sch.makespan_s)}"
-        f" ({mode})  |  lower bound {fmt_duration(sch.lower_bound_s)}[/bold]"
+        Text(
+            f"serial {fmt_duration(sch.serial_s)}  |  planned {fmt_duration(sch.makespan_s)}"
+            f" ({mode})  |  lower bound {fmt_duration(sch.lower_bound_s)}",
+            style="bold",
+        )
     )

@@ -204,6 +204,9 @@ def parse_campaign(
     return replace(campaign, warnings=tuple(warnings))
 
 
+CAPTURE_PROBLEMS = 10  # a capture's problems shown in the campaign's: the first ones, then a count
+
+
 def _gpu(top: dict, p: Problems, catalog: Catalog, base_dir: Path | None) -> GpuModel | None:
     if "gpu_capture" in top:
         # A GPU missing from the catalog, described by a real nvidia-smi mig -lgip/-lgipp capture.
@@ -228,8 +231,12 @@ def _gpu(top: dict, p: Problems, catalog: Catalog, base_dir: Path | None) -> Gpu
         try:
             model = model_from_capture_file(cap_path, name=str(top.get("gpu") or cap_path.stem))
         except ValidationError as exc:
-            for prob in exc.problems:
-                p.add("gpu_capture", f"{prob.file}: {prob.field}: {prob.reason}")
+            for prob in exc.problems[:CAPTURE_PROBLEMS]:
+                where = f"{prob.file}: {prob.field}" if prob.field else prob.file
+                p.add("gpu_capture", f"{where}: {prob.reason}")
+            if len(exc.problems) > CAPTURE_PROBLEMS:
+                more = len(exc.problems) - CAPTURE_PROBLEMS
+                p.add("gpu_capture", f"{cap_path}: ... and {more} more problems in the capture")
             return None
         catalog.add(model)
         return model
@@ -339,6 +346,8 @@ def _scenario(
 
 def _other_gpu(name: str, gpu: GpuModel, catalog: Catalog) -> str | None:
     """The catalog GPU whose vGPU type (or board prefix) ``name`` names, when not ``gpu``."""
+    if len(name) > schema.HINT_MAX_LEN:  # no vGPU type is that long (and the search is slow)
+        return None
     lowered = name.lower()
     matches = []
     for model in catalog:

@@ -6,8 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from miglab.core.catalog import GpuModel, load_catalog, model_from_dict
-from miglab.errors import Problems
+from miglab.errors import Problem, Problems, ValidationError
+from miglab.formats.files import UnreadableFile, read_input_text
 from miglab.formats.nvsmi import parse_mig_profiles
+
+CAPTURE_BYTES = 1_000_000  # nvidia-smi's capture of one GPU is a few KB
 
 
 def model_from_capture(text: str, file: str, name: str | None = None) -> GpuModel:
@@ -27,6 +30,11 @@ def model_from_capture(text: str, file: str, name: str | None = None) -> GpuMode
                 p.add(
                     f"profiles[{k}] (id {prof.get('id')}).{key}",
                     f"missing: the capture needs `nvidia-smi mig {source}` output too",
+                )
+            elif key == "placements" and not prof[key]:
+                p.add(
+                    f"profiles[{k}] (id {prof.get('id')}).placements",
+                    "empty: the -lgipp line lists no placement for this profile",
                 )
     p.raise_if_any()
     known = None
@@ -59,17 +67,10 @@ def model_from_capture(text: str, file: str, name: str | None = None) -> GpuMode
 
 
 def model_from_capture_file(path: Path, name: str | None = None) -> GpuModel:
-    p = Problems(str(path))
     try:
-        raw = Path(path).read_bytes()
-    except OSError as exc:
-        p.add("", f"cannot read: {exc.strerror}")
-        p.raise_if_any()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        p.add("", "not UTF-8 text")
-        p.raise_if_any()
+        text = read_input_text(path, limit=CAPTURE_BYTES)
+    except UnreadableFile as exc:
+        raise ValidationError([Problem(str(path), "", exc.reason)]) from None
     return model_from_capture(text, str(path), name)
 
 

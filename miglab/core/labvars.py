@@ -20,7 +20,6 @@ vSphere modules read them). Messages never show a password.
 
 from __future__ import annotations
 
-import difflib
 import ipaddress
 import re
 from collections.abc import Mapping
@@ -99,7 +98,7 @@ def check_vcenter(value, field: str, problems: Problems, env: Mapping) -> None:
         if not isinstance(key, str):
             problems.add(field, f"key {key!r} must be a string")
         elif key not in VCENTER_KEYS:
-            hint = difflib.get_close_matches(key, VCENTER_KEYS, n=1)
+            hint = schema.close_matches(key, VCENTER_KEYS)
             extra = f"did you mean {hint[0]!r}?" if hint else f"known: {', '.join(VCENTER_KEYS)}"
             problems.add(f"{field}.{key}", f"unknown key; {extra}")
     for key, var in VCENTER_ENV.items():
@@ -111,6 +110,8 @@ def check_vcenter(value, field: str, problems: Problems, env: Mapping) -> None:
                     f"{key}; give it{' (vault-encrypted)' if key == 'password' else ''} "
                     f"or set {var}",
                 )
+            elif key == "hostname":  # the modules take it from the environment: check it so
+                _check_hostname(str(env[var]), f"{field}.{key}", problems, f" (from {var})")
             continue
         v = value[key]
         if deferred(v):
@@ -151,37 +152,103 @@ def check_vcenter(value, field: str, problems: Problems, env: Mapping) -> None:
             problems.add(f"{field}.ca_bundle", f"{v!r} is a URL; give the path of a PEM file")
 
 
-def _check_hostname(v: str, field: str, problems: Problems) -> None:
-    host = v.strip()
-    if "://" in host:
-        scheme = host.split("://", 1)[0]
-        bare = urlsplit(host).hostname if scheme else None
+def redact_url(text: str) -> str:
+    """``text`` with the user and password of any URL in it (``scheme://user:pass@host``)
+    replaced by ``***``: messages name the URL, never its credentials."""
+    return _USERINFO.sub(r"\1***@", text)
+
+
+_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s@]*@")
+_ZONE = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # an IPv6 zone: an interface name or number
+
+
+def _check_hostname(v: str, field: str, problems: Problems, source: str = "") -> None:
+    shown = repr(redact_url(v))
+    host = v.strip(" ")
+    if any(not c.isprintable() or c.isspace() for c in host):  # CR/LF would reach the HTTP headers
         problems.add(
             field,
-            f"{v!r} is a URL ({scheme}://...); give the host name only"
+            f"{shown} is not a valid host name or IP address{source}: it holds white space or "
+            "control characters",
+        )
+        return
+    if "://" in host:
+        scheme = host.split("://", 1)[0]
+        try:
+            bare = urlsplit(host).hostname if scheme else None
+        except ValueError:  # e.g. an unclosed [IPv6 address
+            bare = None
+        problems.add(
+            field,
+            f"{shown} is a URL ({scheme}://...){source}; give the host name only"
             + (f": {bare!r} (a port goes into port)" if bare else ""),
         )
         return
-    if "/" in host:
+    if "/" in host or "\\" in host:
         problems.add(
-            field, f"{v!r} has a path; give the host name only (the modules add /sdk themselves)"
+            field,
+            f"{shown} has a path{source}; give the host name only (the modules add /sdk "
+            "themselves)",
         )
         return
-    try:
-        ipaddress.ip_address(host.strip("[]"))
+    if "@" in host:
+        problems.add(field, f"{shown} holds a user (user@host){source}; give the host name only")
         return
+    if host.startswith("[") != host.endswith("]"):
+        problems.add(
+            field, f"{shown} is not a valid host name or IP address{source}: unbalanced [ ]"
+        )
+        return
+    address, _, zone = host.strip("[]").partition("%")
+    try:
+        ip = ipaddress.ip_address(address)
     except ValueError:
-        pass
+        ip = None
+    if ip is not None:
+        if zone and (ip.version != 6 or not _ZONE.fullmatch(zone)):
+            problems.add(field, f"{shown} has an invalid IPv6 zone{source}")
+        return
     if ":" in host:
-        problems.add(field, f"{v!r} holds a port; give the host name only and the port as port")
+        problems.add(
+            field, f"{shown} holds a port{source}; give the host name only and the port as port"
+        )
         return
     labels = host.rstrip(".").split(".")
     if len(host) > 253 or not re.fullmatch(_HOSTNAME, host) or all(x.isdigit() for x in labels):
-        problems.add(field, f"{v!r} is not a valid host name or IP address")
+        problems.add(field, f"{shown} is not a valid host name or IP address{source}")
+
+
+# An inventory's host or group name: Ansible looks host_vars/<name> and group_vars/<name> up as
+# paths and the roles hand host names to commands, so letters, digits and . _ - : only, plus
+# [a:b] ranges of the YAML inventory (esxi-[01:04].lab.example) and % of an IPv6 zone.
+_INVENTORY_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:%\[\]-]*")
+
+
+def check_inventory_name(name, kind: str, field: str, problems: Problems) -> bool:
+    """Whether ``name`` (of a host or a group) is safe to be a path and an argument."""
+    text = str(name)
+    if len(text) <= 253 and _INVENTORY_NAME.fullmatch(text) and ".." not in text:
+        return True
+    bad = sorted({c for c in text if not (c.isascii() and (c.isalnum() or c in "_.:%[]-"))})
+    why = (
+        f"holds {', '.join(repr(c) for c in bad[:5])}"
+        if bad
+        else "is longer than 253 characters"
+        if len(text) > 253
+        else "holds '..'"
+        if ".." in text
+        else "must start with a letter, a digit or _"
+    )
+    problems.add(
+        field,
+        f"{kind} name {why}: letters, digits and . _ - : only (Ansible reads "
+        f"{kind}_vars/<name> as a path; commands get host names as arguments)",
+    )
+    return False
 
 
 def _check_port(v, field: str, problems: Problems) -> None:
-    if isinstance(v, str) and v.strip().isdigit():
+    if isinstance(v, str) and re.fullmatch(r"[0-9]{1,5}", v.strip()):  # ASCII digits only
         v = int(v)
     if isinstance(v, bool) or not isinstance(v, int):
         problems.add(field, f"must be an integer (1-65535), got {schema.type_name(v)} {v!r}")
@@ -196,28 +263,34 @@ def check_bundle_url(value, field: str, problems: Problems) -> None:
         problems.add(field, f"must be a URL (a string), got {schema.type_name(value)}")
         return
     url = value.strip()
-    if any(c.isspace() for c in url):
-        problems.add(field, f"{value!r} is not a URL: it contains white space")
+    shown = repr(redact_url(value))
+    if any(c.isspace() or not c.isprintable() for c in url):
+        problems.add(field, f"{shown} is not a URL: it contains white space or control characters")
         return
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 -- raises ValueError for a port out of range or not a number
+    except ValueError as exc:
+        why = (
+            "has a port out of range (1-65535)"
+            if str(exc).startswith("Port out of range")
+            else f"is not a valid URL: {redact_url(str(exc))}"
+        )
+        problems.add(field, f"{shown} {why}")
+        return
     scheme = parts.scheme.lower()
     if scheme not in URL_SCHEMES:
         problems.add(
             field,
-            (f"scheme {parts.scheme!r} is not supported" if scheme else f"{value!r} has no scheme")
+            (f"scheme {parts.scheme!r} is not supported" if scheme else f"{shown} has no scheme")
             + f"; the bundle URL must be {', '.join(s + '://' for s in URL_SCHEMES)}",
         )
         return
     if scheme == "file":
         if not parts.path or parts.path == "/":
-            problems.add(field, f"{value!r} names no file")
-        return
-    try:
-        parts.port  # noqa: B018 -- raises ValueError for a port out of range
-    except ValueError:
-        problems.add(field, f"{value!r} has a port out of range (1-65535)")
+            problems.add(field, f"{shown} names no file")
         return
     if not parts.hostname:
-        problems.add(field, f"{value!r} names no host")
+        problems.add(field, f"{shown} names no host")
     elif not parts.path or parts.path.endswith("/"):
-        problems.add(field, f"{value!r} names no file (the offline bundle .zip)")
+        problems.add(field, f"{shown} names no file (the offline bundle .zip)")

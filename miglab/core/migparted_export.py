@@ -18,6 +18,7 @@ import yaml
 from miglab.core.catalog import GpuModel, UnknownName, load_catalog
 from miglab.core.planning import CampaignPlan
 from miglab.errors import Problems
+from miglab.formats.files import INPUT_BYTES, UnreadableFile, read_input_text
 from miglab.formats.migparted import DeviceConfig, MigPartedSpec, load
 
 
@@ -63,9 +64,9 @@ def mig_parted_to_campaign(
     """A campaign skeleton (YAML text) with one scenario per MIG-enabling mig-parted config."""
     problems = Problems(str(path))
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        problems.add("", f"cannot read: {exc}")
+        text = read_input_text(path, limit=INPUT_BYTES)
+    except UnreadableFile as exc:
+        problems.add("", exc.reason)
         problems.raise_if_any()
     spec = load(text, str(path))
     catalog = load_catalog()

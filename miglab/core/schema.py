@@ -25,6 +25,19 @@ def type_name(value: Any) -> str:
     return _TYPE_NAMES.get(type(value), type(value).__name__)
 
 
+# A did-you-mean hint is for typos: a word much longer than any name is none, and comparing it
+# (difflib is quadratic in its length) took minutes for YAML aliases of a huge string.
+HINT_MAX_LEN = 64
+
+
+def close_matches(word: str, known) -> list[str]:
+    """The known name closest to ``word`` (a list of at most one), none for a long word."""
+    word = str(word)
+    if len(word) > HINT_MAX_LEN:
+        return []
+    return difflib.get_close_matches(word, list(known), n=1)
+
+
 def mapping(
     value: Any,
     path: str,
@@ -43,7 +56,7 @@ def mapping(
         if not isinstance(key, str):
             problems.add(path, f"key {key!r} must be a string")
         elif key not in known:
-            hint = difflib.get_close_matches(key, known, n=1)
+            hint = close_matches(key, known)
             extra = f"; did you mean {hint[0]!r}?" if hint else f"; known keys: {', '.join(known)}"
             problems.add(_join(path, key), f"unknown key{extra}")
     for key in required:
@@ -128,7 +141,7 @@ def choice_list(
     for i, item in enumerate(value):
         key = str(item).lower() if isinstance(item, str) else None
         if key not in canon:
-            hint = difflib.get_close_matches(str(item).lower(), list(canon), n=1)
+            hint = close_matches(str(item).lower(), list(canon))
             extra = (
                 f"; did you mean {canon[hint[0]]!r}?" if hint else f" (known: {', '.join(choices)})"
             )

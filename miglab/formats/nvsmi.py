@@ -117,6 +117,20 @@ class _LgipTable:
         self.pending: dict | None = None  # profile whose second row may follow
 
 
+NOT_A_CAPTURE = (
+    "not nvidia-smi mig -lgip/-lgipp output: no 'GPU instance profiles:' table, no "
+    "'GPU N Profile ID' line and no nvidia-smi -L line in it (its content is not shown)"
+)
+
+
+def _looks_like_capture(line: str) -> bool:
+    return (
+        line.strip("|").strip() == "GPU instance profiles:"
+        or bool(_LGIPP_RE.match(line))
+        or bool(_LIST_GPU_RE.match(line))
+    )
+
+
 def parse_mig_profiles(text: str, file: str = "<capture>") -> MigCapture:
     """Parse ``nvidia-smi mig -lgip`` and/or ``-lgipp`` output into a :class:`MigCapture`.
 
@@ -144,8 +158,13 @@ def parse_mig_profiles(text: str, file: str = "<capture>") -> MigCapture:
 
     if not isinstance(text, str):
         raise ValidationError([Problem(file, "", "expected text, got " + type(text).__name__)])
+    lines = text.splitlines()
+    if not any(_looks_like_capture(line.strip()) for line in lines):
+        # A campaign may name any readable file as its capture: one that is no capture at all
+        # (/etc/passwd, a file with a password) is refused without a word of what it holds.
+        raise ValidationError([Problem(file, "", NOT_A_CAPTURE)])
 
-    for number, raw in enumerate(text.splitlines(), start=1):
+    for number, raw in enumerate(lines, start=1):
         where = f"line {number}"
         line = raw.strip()
         if not line:

@@ -12,13 +12,13 @@ decrypts, accepted as given) and ``!unsafe`` values plain strings.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from miglab.errors import Problems
+from miglab.formats.files import UnreadableFile, read_input
 
 MAX_BYTES = 1_000_000
 MAX_NODES = 100_000
@@ -164,25 +164,10 @@ def load_bytes(raw: bytes, file: str, problems: Problems, *, ansible: bool = Fal
 
 
 def load_file(path: str | Path, problems: Problems, *, ansible: bool = False) -> Any:
-    p = Path(path)
     try:
-        with p.open("rb") as fh:
-            raw = fh.read(MAX_BYTES + 1)  # never more: a huge file (or a device) is refused
-            if len(raw) > MAX_BYTES:
-                size = os.fstat(fh.fileno()).st_size
-                problems.add(
-                    "",
-                    f"file is {size if size > MAX_BYTES else 'over ' + str(MAX_BYTES)} bytes, "
-                    f"larger than the {MAX_BYTES}-byte limit",
-                )
-                return None
-    except FileNotFoundError:
-        problems.add("", "file not found")
-        return None
-    except IsADirectoryError:
-        problems.add("", "is a directory, expected a YAML file")
-        return None
-    except OSError as exc:
-        problems.add("", f"cannot read: {exc.strerror}")
+        # a regular file of at most MAX_BYTES: a FIFO, a device or a huge file is refused unread
+        raw = read_input(path, limit=MAX_BYTES)
+    except UnreadableFile as exc:
+        problems.add("", exc.reason + (", expected a YAML file" if exc.kind == "folder" else ""))
         return None
     return load_bytes(raw, problems.file, problems, ansible=ansible)

@@ -144,7 +144,10 @@ def run(args) -> int:
             "ca_bundle": str(ca),
         }
         tmp = out / "vcsim.json.tmp"
-        tmp.write_text(json.dumps(conn, indent=2) + "\n")
+        tmp.unlink(missing_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # it holds the password
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(conn, indent=2) + "\n")
         tmp.replace(out / "vcsim.json")
         print(f"vcsim {sim.url} for {', '.join(names)}", flush=True)
         keep_cmd = [sys.executable, "-m", "miglab.sim.daemon", "keep", "--out", str(out),

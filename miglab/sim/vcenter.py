@@ -322,6 +322,11 @@ class Vcsim:
         lab_file = self.workdir / "lab.json"
         lab_file.write_text(json.dumps(self.lab, indent=2) + "\n")
         ca_file, cert, key = write_certificates(self.workdir)
+        # the password in a 0600 file, not on the command line (ps shows that to every user)
+        password_file = self.workdir / "password"
+        fd = os.open(password_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(self.password + "\n")
         self.ca_file = str(ca_file)
         self.log_file = self.workdir / "vcsim.log"
         tmp = self.workdir / "tmp"
@@ -333,7 +338,7 @@ class Vcsim:
             "-tlscert", str(cert),
             "-tlskey", str(key),
             "-username", self.username,
-            "-password", self.password,
+            "-password-file", str(password_file),
             "-reboot-seconds", str(self.reboot_seconds),
             "-delay", str(self.delay_ms),
             "-delay-jitter", str(self.jitter),

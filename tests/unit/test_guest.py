@@ -367,3 +367,16 @@ def test_only_debs_not_installed_at_their_version_are_installed():
         tool,
     ]
     assert debs_to_install([base], query) == []
+
+
+def test_the_standins_licence_tokens_are_readable_by_their_owner_only(tmp_path):
+    """A client configuration token is a secret: on the controller the stand-ins' tokens are
+    0600 (they were 0644). In the guest the role sets the mode NVIDIA's License System guide asks
+    for (744, guest_vgpu_driver_license_token_mode): nvidia-gridd reads it there."""
+    subprocess.run(["bash", str(STANDINS / "build.sh"), str(tmp_path)], check=True,
+                   capture_output=True)  # fmt: skip
+    tokens = sorted(tmp_path.glob("*.tok"))
+    assert [t.name for t in tokens] == [
+        "client_configuration_token_never.tok", "client_configuration_token_standin.tok"
+    ]  # fmt: skip
+    assert {t.stat().st_mode & 0o777 for t in tokens} == {0o600}

@@ -20,6 +20,7 @@ mkdir -p "$OUT"
 python3 "$HERE/make-token.py" dls.lab.example "$OUT/client_configuration_token_standin.tok"
 python3 "$HERE/make-token.py" dls.never.invalid "$OUT/client_configuration_token_never.tok"
 echo MIGLAB_TOKEN_SENTINEL_d41f8a >"$OUT/token-sentinel.txt"
+chmod 0600 "$OUT"/*.tok  # licence tokens are secrets: readable by their owner only
 (cd "$OUT" && sha256sum -- *.run *.deb *.tok >SHA256SUMS)
 {
   echo "# Written by miglab/sim/standins/build.sh: the stand-ins in this folder, for molecule."

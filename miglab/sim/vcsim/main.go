@@ -6,7 +6,7 @@
 // Usage:
 //
 //	miglab-vcsim -lab lab.json [-listen 127.0.0.1:0] [-tlscert F -tlskey F]
-//	             [-username U -password P] [-delay-json '{"CreateVM_Task": 1500}']
+//	             [-username U -password-file F | -password P] [-delay-json '{"CreateVM_Task": 1500}']
 //	             [-delay MS] [-delay-jitter C] [-reboot-seconds S] [-watch-stdin] [-trace]
 //
 // On start it prints one line of JSON to stdout and keeps serving until SIGINT/SIGTERM (or, with
@@ -60,6 +60,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/vmware/govmomi/object"
@@ -81,7 +82,8 @@ func main() {
 	tlsCert := flag.String("tlscert", "", "TLS certificate (PEM); default: govmomi's test cert")
 	tlsKey := flag.String("tlskey", "", "TLS key (PEM)")
 	username := flag.String("username", "user", "login user name")
-	password := flag.String("password", "pass", "login password")
+	password := flag.String("password", "pass", "login password (visible to ps: prefer -password-file)")
+	passwordFile := flag.String("password-file", "", "file holding the login password (mode 0600)")
 	delayJSON := flag.String("delay-json", "", `per-method latency in ms, {"CreateVM_Task": 1500}`)
 	delayAll := flag.Int("delay", 0, "latency of every method, in ms")
 	jitter := flag.Float64("delay-jitter", 0, "delay jitter (coefficient of variation)")
@@ -89,6 +91,15 @@ func main() {
 	watchStdin := flag.Bool("watch-stdin", false, "exit when standard input closes")
 	trace := flag.Bool("trace", false, "write SOAP traffic to stderr")
 	flag.Parse()
+	if *passwordFile != "" {
+		// the password from a file: a command line is visible to every local user (ps)
+		data, err := os.ReadFile(*passwordFile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "miglab-vcsim: -password-file:", err)
+			os.Exit(2)
+		}
+		*password = strings.TrimRight(string(data), "\r\n")
+	}
 
 	if err := run(*labFile, *listen, *tlsCert, *tlsKey, *username, *password, *delayJSON,
 		*delayAll, *jitter, *rebootSeconds, *watchStdin, *trace); err != nil {
