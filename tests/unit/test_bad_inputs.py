@@ -518,7 +518,7 @@ def test_huge_inventory_file(tmp_path):
 
 def test_endless_device_is_not_read_whole():
     """A campaign that never ends (/dev/zero): a device is refused before a byte is read (it was
-    read up to the 1 MB limit before, and a FIFO blocked forever: tests/unit/test_hostile_inputs.py)."""
+    read up to the 1 MB limit before; a FIFO blocked forever: tests/unit/test_hostile_inputs.py)."""
     res = run_cli("validate", "/dev/zero", "-i", CORPUS / GOOD_LAB)
     check_invalid(res, [("/dev/zero", TOP, "is a character device, not a regular file")])
 
