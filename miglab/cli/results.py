@@ -4,13 +4,14 @@ plugin.
 :func:`register` adds the commands to the ``miglab`` command's subparsers (this module never
 imports :mod:`miglab.cli.commands`, which imports it); exit codes as ``miglab``'s: 0 ok, 2 bad
 input (one ``error: FILE: FIELD: reason`` line per problem); ``results verify`` exits 1 when a
-file does not match its run's manifest.
+file does not match its run's manifest, ``report`` when it cannot write its files. A run that
+cannot be read or is INVALID is not bad input: it is listed, with its reason, among the others.
+JSON output is always JSON (no bare NaN).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -18,7 +19,22 @@ from miglab.errors import EXIT_FAIL, EXIT_OK, Problem, ValidationError
 
 
 def _print_json(data) -> None:
-    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    from miglab.core.runs import json_dumps
+
+    sys.stdout.write(json_dumps(data) + "\n")
+
+
+def _line(text) -> str:
+    from miglab.mlperf.results.aggregate import one_line
+
+    return one_line(text)
+
+
+def _escaping_stdout() -> None:
+    """A file name that is not UTF-8 prints escaped instead of ending the command."""
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="backslashreplace")
 
 
 # --- results parse ------------------------------------------------------------------------------
@@ -26,12 +42,13 @@ def cmd_results_parse(args) -> int:
     from miglab.core.runs import parse_paths
     from miglab.mlperf.results.report import format_value
 
+    _escaping_stdout()
     records = parse_paths(args.paths)
     if args.json:
         _print_json([r.as_json() for r in records])
         return EXIT_OK
     for r in records:
-        print(r.path)
+        print(_line(r.path))
         print(
             f"  {r.benchmark or '?'} {r.scenario or '?'} {r.mode or '?'}: "
             f"{r.metric or 'no metric'} = {format_value(r.value, r.unit)}"
@@ -69,7 +86,7 @@ def cmd_results_parse(args) -> int:
                 f"weights={r.meta.weights}"
             )
         for n in r.notes:
-            print(f"  note: {n}")
+            print(f"  note: {_line(n)}")
     return EXIT_OK
 
 
@@ -77,6 +94,7 @@ def cmd_results_parse(args) -> int:
 def cmd_results_verify(args) -> int:
     from miglab.formats.manifest import verify_tree
 
+    _escaping_stdout()
     report = verify_tree(args.results_dir)  # ValidationError (exit 2) for a missing folder
     if args.json:
         _print_json(report.as_json())
@@ -97,19 +115,23 @@ def cmd_results_verify(args) -> int:
 
 # --- results aggregate / report -------------------------------------------------------------------
 def _aggregate(args):
-    from miglab.mlperf.results.aggregate import aggregate_results, campaign_context, normalize_plan
+    from miglab.mlperf.results.aggregate import (
+        MAX_RUNS,
+        aggregate_results,
+        campaign_context,
+        normalize_plan,
+        read_json_input,
+    )
 
+    if args.runs is not None and not 1 <= args.runs <= MAX_RUNS:
+        raise ValidationError(
+            [Problem("<command line>", "--runs", f"must be from 1 to {MAX_RUNS}, got {args.runs}")]
+        )
     ctx: dict = {}
     if getattr(args, "campaign", None):
         ctx = campaign_context(args.campaign)
     if getattr(args, "plan", None):
-        p = Path(args.plan)
-        if not p.is_file():
-            raise ValidationError([Problem(str(p), "", "no such file")])
-        try:
-            ctx["plan"] = normalize_plan(json.loads(p.read_text(encoding="utf-8")), str(p))
-        except json.JSONDecodeError as exc:
-            raise ValidationError([Problem(str(p), "", f"not JSON: {exc.msg}")]) from None
+        ctx["plan"] = normalize_plan(read_json_input(args.plan), str(args.plan))
     if args.baseline:
         ctx["baseline"] = args.baseline
     if args.runs:
@@ -127,6 +149,7 @@ def _aggregate(args):
 def cmd_results_aggregate(args) -> int:
     from miglab.mlperf.results.report import format_value
 
+    _escaping_stdout()
     agg = _aggregate(args)
     if args.json:
         _print_json(agg.as_json())
@@ -144,27 +167,38 @@ def cmd_results_aggregate(args) -> int:
             f"({g.count}/{len(g.runs)} runs {g.status}){imp}"
         )
         for x in g.excluded_reasons:
-            print(f"  excluded {x}")
+            print(f"  excluded {_line(x)}")
         for n in g.notes:
-            print(f"  note: {n}")
+            print(f"  note: {_line(n)}")
     for p in agg.problems:
-        print(f"warning: {p}", file=sys.stderr)
+        print(f"warning: {_line(p)}", file=sys.stderr)
     return EXIT_OK
 
 
 def cmd_report(args) -> int:
     from miglab.mlperf.results.report import write_report
 
+    _escaping_stdout()
     agg = _aggregate(args)
     out = Path(args.output) if args.output else Path(args.results_dir) / "report"
-    written = write_report(agg, out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a file where the folder should be, no permission: bad input
+        raise ValidationError(
+            [Problem(str(out), "", f"cannot be the output folder: {exc.strerror or exc}")]
+        ) from None
+    try:
+        written = write_report(agg, out)
+    except OSError as exc:  # a full disk: it ran and failed
+        print(f"error: {out}: cannot write the report: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_FAIL
     names = ["report.md", "report.html", "results.csv", "results.json"]
     names += [n for n in written if n.endswith(".png")]
     changed = set(written.changed)
     for name in names:  # "wrote" only for files rewritten (playbooks/report.yml's changed_when)
         print(f"{'wrote' if name in changed else 'unchanged'} {written[name]}")
     for p in agg.problems:
-        print(f"warning: {p}", file=sys.stderr)
+        print(f"warning: {_line(p)}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -176,7 +210,7 @@ def _aggregate_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--plan", metavar="FILE", help="JSON: scenario -> {profile: count}, or a plan")
     p.add_argument("--baseline", metavar="SCENARIO", help="scenario improvements are against")
-    p.add_argument("--runs", type=int, metavar="N", help="expected runs per scenario")
+    p.add_argument("--runs", type=int, metavar="N", help="expected runs per scenario (1 to 100)")
     p.add_argument(
         "--min-overlap",
         type=float,
@@ -221,8 +255,10 @@ def register(subparsers) -> None:
         "verify",
         help="check every run folder against its MANIFEST.sha256",
         description="Check a results tree (or one run folder): every .../performance/run_<n>/ "
-        "must have a MANIFEST.sha256 that matches its files; leftovers of an interrupted write "
-        "or fetch are reported. Exit 0: all good; 1: problems (one line each); 2: no such DIR.",
+        "must have a MANIFEST.sha256 that matches its files (each path once, inside the run "
+        "folder); leftovers of an interrupted write or fetch, symbolic links (never followed), "
+        "FIFOs or devices, and run folders not named run_<n> are reported. Exit 0: all good; "
+        "1: problems (one line each); 2: no such DIR.",
     )
     p.add_argument("results_dir", metavar="DIR")
     p.add_argument("--json", action="store_true", help="print the findings as JSON")

@@ -12,6 +12,7 @@ from 2.0; MultiStream ``effective_samples_per_query`` (streams) before 2.0 and
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -146,9 +147,15 @@ def metric_for(
 
 
 def as_number(v) -> float | None:
+    """``v`` as a finite float; None for anything else (text, a bool, NaN, an infinity, an
+    integer beyond the double range)."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
-    return float(v)
+    try:
+        f = float(v)
+    except OverflowError:
+        return None
+    return f if math.isfinite(f) else None
 
 
 def submission_problems(
@@ -168,8 +175,8 @@ def submission_problems(
         out.append(f"test mode is {mode or 'unknown'}, not PerformanceOnly")
     if g("result_validity") != "VALID":
         out.append(f"LoadGen result is {g('result_validity') or 'missing'}, not VALID")
-    if log.errors:
-        out.append(f"{len(log.errors)} error line(s) in the log")
+    if log.error_count:
+        out.append(f"{log.error_count} error line(s) in the log")
     md = as_number(g("effective_min_duration_ms"))
     if md is None:
         out.append("min_duration unknown (no effective_min_duration_ms)")
@@ -200,7 +207,7 @@ def submission_problems(
             out.append("samples_per_query unknown (no effective_samples_per_query)")
         elif spq < need:
             out.append(f"samples_per_query {spq:g} < {need} required for Offline")
-    if early and g("early_stopping_met") is False:
+    if early and "early_stopping_met" in log.entries and g("early_stopping_met") is not True:
         out.append(f"early stopping not met: {str(g('early_stopping_result', '')).strip()}")
     if scenario == "Server":
         bound = SERVER_LATENCY_BOUND_NS.get(cls or "")

@@ -8,12 +8,19 @@ it. Read as MLCommons' submission checker and ``log_parser.py`` read it:
   ``result_*`` duplicates are reported);
 * any line whose ``metadata.is_error`` (or a top-level ``is_error``) is true, or a non-zero
   ``num_errors`` (LoadGen 5+), is an error line;
-* a line that is not an ``:::MLLOG`` line, or whose JSON is truncated or malformed, is reported
-  (line number and reason) and skipped.
+* a line that is not an ``:::MLLOG`` line, or whose JSON is truncated or malformed (or nested
+  more than :data:`MAX_DEPTH` deep), is reported (line number and reason) and skipped.
 
 Values are kept exactly as logged (LoadGen writes doubles with six significant digits in the
-detail log, two decimals in the summary). The summary log carries no LoadGen version, no
-timestamps and no error lines.
+detail log, two decimals in the summary), with one exception: a number that is not a finite
+double -- ``NaN``, ``Infinity``, ``1e999``, an integer beyond the double range -- is kept as its
+text (a :class:`BadNumber`) and listed in ``DetailLog.bad_numbers``, so it is never summed or
+charted and JSON output stays JSON; :mod:`miglab.core.runs` makes such a run INVALID. The summary
+log carries no LoadGen version, no timestamps and no error lines.
+
+Files are read with :func:`miglab.formats.files.read_input`: regular files only (a FIFO or a
+device is refused, never waited on), at most :data:`DETAIL_LIMIT` / :data:`SUMMARY_LIMIT` bytes.
+Trees are walked with :func:`miglab.formats.manifest.walk`: a symbolic link is never followed.
 
 Only the standard library is used.
 """
@@ -21,25 +28,37 @@ Only the standard library is used.
 from __future__ import annotations
 
 import json
+import math
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from miglab.errors import Problem, ValidationError
+from miglab.formats.files import MiB, UnreadableFile, read_input
+from miglab.formats.manifest import link_reason, walk
 
 __all__ = [
+    "DETAIL_LIMIT",
     "DETAIL_LOG",
     "MLLOG_PREFIX",
     "SCENARIOS",
+    "SUMMARY_LIMIT",
     "SUMMARY_LOG",
     "BadLine",
+    "BadNumber",
     "DetailLog",
+    "TreeScan",
     "find_run_logs",
     "has_run_log",
     "looks_like_summary",
+    "parse_detail_text",
+    "parse_summary_text",
     "read_detail_log",
+    "read_log_text",
     "read_summary_log",
+    "scan_tree",
 ]
 
 DETAIL_LOG = "mlperf_log_detail.txt"
@@ -50,8 +69,25 @@ SCENARIOS = ("Offline", "Server", "SingleStream", "MultiStream")
 POWER_TIME_FORMAT = "%m-%d-%Y %H:%M:%S.%f"  # LoadGen's power_begin/power_end
 TEST_DATETIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # LoadGen's test_datetime (host clock, despite 'Z')
 
+# Bounds on what one log may make miglab hold or print. Real detail logs are 40-100 KB with
+# about 150 distinct keys and flat values; summaries are 2 KB.
+DETAIL_LIMIT = 64 * MiB
+SUMMARY_LIMIT = 4 * MiB
+MAX_DEPTH = 16  # nesting of one :::MLLOG record (LoadGen's values: a number, a string, a list)
+MAX_KEYS = 10_000  # distinct keys kept; later new keys are bad lines
+MAX_KEY_LEN = 256
+MAX_LISTED = 20  # bad lines, error lines and bad numbers kept one by one; the rest are counted
+TIME_MS_MAX = 1e12  # a line's time_ms (since the start of the run): 31 years
+_DOUBLE_MAX = 1.7976931348623157e308
+
 
 # --- low-level readers -------------------------------------------------------------------------
+class BadNumber(str):
+    """A number of a log that is not a finite double (``NaN``, ``Infinity``, ``1e999``, an
+    integer beyond the double range), kept as its text: never a number to sum or chart, and a
+    plain string in JSON output."""
+
+
 @dataclass(frozen=True)
 class BadLine:
     """A line of a detail log that could not be used."""
@@ -76,7 +112,10 @@ class Entry:
 
 @dataclass
 class DetailLog:
-    """The keys of one ``mlperf_log_detail.txt`` (first occurrence wins) and what was wrong."""
+    """The keys of one ``mlperf_log_detail.txt`` (first occurrence wins) and what was wrong.
+
+    ``bad_lines``, ``errors`` and ``bad_numbers`` keep the first :data:`MAX_LISTED` of each;
+    ``bad_line_count``, ``error_count`` and ``bad_number_count`` count them all."""
 
     path: str
     entries: dict[str, Entry] = field(default_factory=dict)
@@ -87,6 +126,10 @@ class DetailLog:
     first_time_ms: float | None = None
     last_time_ms: float | None = None
     mllog_lines: int = 0
+    bad_numbers: list[tuple[int, str, str]] = field(default_factory=list)  # (line, key, text)
+    bad_line_count: int = 0
+    error_count: int = 0
+    bad_number_count: int = 0
 
     def get(self, key: str, default=None):
         e = self.entries.get(key)
@@ -99,24 +142,78 @@ class DetailLog:
     def values(self) -> dict[str, Any]:
         return {k: e.value for k, e in self.entries.items()}
 
+    def bad_line(self, line: int, reason: str, text: str) -> None:
+        self.bad_line_count += 1
+        if len(self.bad_lines) < MAX_LISTED:
+            self.bad_lines.append(BadLine(line, reason, text[:120]))
+
+    def error(self, text: str) -> None:
+        self.error_count += 1
+        if len(self.errors) < MAX_LISTED:
+            self.errors.append(text)
+
+    def bad_number(self, line: int, key: str, text: str) -> None:
+        self.bad_number_count += 1
+        if len(self.bad_numbers) < MAX_LISTED:
+            self.bad_numbers.append((line, key, text))
+
 
 def _is_true(v) -> bool:
     return v is True or (isinstance(v, str) and v.strip().lower() == "true")
 
 
+def _short(v, n: int = 200) -> str:
+    s = str(v)
+    return s if len(s) <= n else s[:n] + "..."
+
+
+def _json_float(s: str):
+    f = float(s)
+    return f if math.isfinite(f) else BadNumber(_short(s, 40))
+
+
+def _json_constant(name: str):  # NaN, Infinity, -Infinity: not JSON, but Python's json reads them
+    return BadNumber(name)
+
+
+def _bad_numbers_in(value) -> tuple[int, list[str]]:
+    """(nesting depth, texts of bad numbers) of a decoded JSON value, without recursion."""
+    depth, bad = 0, []
+    stack = [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        depth = max(depth, d)
+        if depth > MAX_DEPTH:
+            break
+        if isinstance(v, BadNumber):
+            bad.append(str(v))
+        elif isinstance(v, int) and not isinstance(v, bool) and abs(v) > _DOUBLE_MAX:
+            bad.append(_short(v, 40))
+        elif isinstance(v, dict):
+            stack.extend((x, d + 1) for x in v.values())
+        elif isinstance(v, list):
+            stack.extend((x, d + 1) for x in v)
+    return depth, bad
+
+
+def read_log_text(path: str | Path, limit: int = DETAIL_LIMIT) -> str:
+    """The text of a LoadGen log (undecodable bytes replaced); ValidationError when it is not a
+    regular file, or larger than ``limit``."""
+    try:
+        raw = read_input(path, limit=limit)
+    except UnreadableFile as exc:
+        raise ValidationError([Problem(str(path), "", exc.reason)]) from None
+    return raw.decode("utf-8", errors="replace")
+
+
 def read_detail_log(path: str | Path) -> DetailLog:
     """Read a detail log; raise ValidationError when the file is missing or not a LoadGen log."""
-    file = str(path)
-    p = Path(path)
-    if not p.is_file():
-        raise ValidationError(
-            [Problem(file, "", "no such file" if not p.exists() else "not a regular file")]
-        )
-    try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise ValidationError([Problem(file, "", f"cannot read: {exc.strerror}")]) from None
-    text = raw.decode("utf-8", errors="replace")
+    return parse_detail_text(read_log_text(path, DETAIL_LIMIT), str(path))
+
+
+def parse_detail_text(text: str, file: str) -> DetailLog:
+    """A detail log's text -> :class:`DetailLog`; ValidationError when it holds no
+    ``:::MLLOG`` line at all."""
     log = DetailLog(file)
     lines = text.split("\n")
     ends_with_newline = text.endswith("\n")
@@ -128,32 +225,62 @@ def read_detail_log(path: str | Path) -> DetailLog:
             continue
         last = i == len(lines)
         if not stripped.startswith(MLLOG_PREFIX):
-            log.bad_lines.append(BadLine(i, "not an :::MLLOG line", stripped[:120]))
+            log.bad_line(i, "not an :::MLLOG line", stripped)
             continue
         try:
-            rec = json.loads(stripped[len(MLLOG_PREFIX) :])
+            rec = json.loads(
+                stripped[len(MLLOG_PREFIX) :],
+                parse_float=_json_float,
+                parse_constant=_json_constant,
+            )
         except json.JSONDecodeError as exc:
             reason = (
                 "truncated :::MLLOG line (file ends inside it)"
                 if last and not ends_with_newline
                 else f"malformed :::MLLOG JSON ({exc.msg} at column {exc.colno})"
             )
-            log.bad_lines.append(BadLine(i, reason, stripped[:120]))
+            log.bad_line(i, reason, stripped)
+            continue
+        except RecursionError:
+            log.bad_line(i, f":::MLLOG JSON nested more than {MAX_DEPTH} deep", stripped)
+            continue
+        except ValueError as exc:  # an integer of more digits than Python converts
+            log.bad_line(i, f"malformed :::MLLOG JSON ({_short(exc, 80)})", stripped)
             continue
         if not isinstance(rec, dict) or not isinstance(rec.get("key"), str):
-            log.bad_lines.append(BadLine(i, ":::MLLOG record has no 'key'", stripped[:120]))
+            log.bad_line(i, ":::MLLOG record has no 'key'", stripped)
+            continue
+        depth, _ = _bad_numbers_in(rec)
+        if depth > MAX_DEPTH:
+            log.bad_line(i, f":::MLLOG JSON nested more than {MAX_DEPTH} deep", stripped)
+            continue
+        key = rec["key"]
+        if len(key) > MAX_KEY_LEN:
+            log.bad_line(i, f"key longer than {MAX_KEY_LEN} characters", stripped)
+            continue
+        if key not in log.entries and len(log.entries) >= MAX_KEYS:
+            log.bad_line(i, f"more than {MAX_KEYS} distinct keys: key ignored", stripped)
             continue
         log.mllog_lines += 1
-        key = rec["key"]
         value = rec.get("value")
+        for name, v in rec.items():
+            for b in _bad_numbers_in(v)[1]:
+                log.bad_number(i, key if name == "value" else f"{name} of {key}", b)
         t = rec.get("time_ms")
-        t = float(t) if isinstance(t, (int, float)) and not isinstance(t, bool) else None
+        if isinstance(t, bool) or not isinstance(t, (int, float)):
+            t = None  # absent, text, or a bad number (listed above)
+        elif not 0 <= t <= TIME_MS_MAX:
+            if abs(t) <= _DOUBLE_MAX:  # beyond it, listed above
+                log.bad_number(i, f"time_ms of {key}", _short(t, 40))
+            t = None
+        else:
+            t = float(t)
         if t is not None:
             log.first_time_ms = t if log.first_time_ms is None else min(log.first_time_ms, t)
             log.last_time_ms = t if log.last_time_ms is None else max(log.last_time_ms, t)
         meta = rec.get("metadata") if isinstance(rec.get("metadata"), dict) else {}
         if _is_true(meta.get("is_error")) or _is_true(rec.get("is_error")):
-            log.errors.append(f"line {i}: {key}: {value}")
+            log.error(f"line {i}: {key}: {_short(value)}")
         if _is_true(meta.get("is_warning")) or _is_true(rec.get("is_warning")):
             log.warnings += 1
         if key in log.entries:
@@ -206,6 +333,9 @@ _TARGET_PCT_RE = re.compile(r"^(\d+(?:\.\d+)?)th percentile latency \(ns\)$")
 _ES_RE = re.compile(r"^\*?\s*early stopping (\d+(?:\.\d+)?)th percentile estimate$")
 
 
+_NON_FINITE_WORDS = {"nan", "-nan", "+nan", "inf", "-inf", "+inf", "infinity", "-infinity"}
+
+
 def _summary_value(s: str):
     s = s.strip()
     if s in ("Yes", "YES", "yes"):
@@ -213,21 +343,25 @@ def _summary_value(s: str):
     if s in ("NO", "No", "no"):
         return False
     if re.fullmatch(r"-?\d+", s):
+        if len(s) > 300:  # beyond a double (and Python's limit of digits is 4300)
+            return BadNumber(_short(s, 40))
         return int(s)
     if re.fullmatch(r"-?\d+\.\d*(?:[eE][-+]?\d+)?|-?\d+[eE][-+]?\d+", s):
-        return float(s)
+        f = float(s)
+        return f if math.isfinite(f) else BadNumber(_short(s, 40))
+    if s.lower() in _NON_FINITE_WORDS:
+        return BadNumber(s)
     return s
 
 
 def read_summary_log(path: str | Path) -> DetailLog:
     """Read ``mlperf_log_summary.txt`` into the detail log's keys (a fallback: no timestamps)."""
-    file = str(path)
-    p = Path(path)
-    if not p.is_file():
-        raise ValidationError(
-            [Problem(file, "", "no such file" if not p.exists() else "not a regular file")]
-        )
-    text = p.read_bytes().decode("utf-8", errors="replace")
+    return parse_summary_text(read_log_text(path, SUMMARY_LIMIT), str(path))
+
+
+def parse_summary_text(text: str, file: str) -> DetailLog:
+    """A summary log's text -> :class:`DetailLog` (the detail log's keys); ValidationError when
+    it is not a LoadGen summary or names no scenario."""
     if "MLPerf Results Summary" not in text:
         raise ValidationError(
             [Problem(file, "", "not an MLPerf LoadGen summary: no 'MLPerf Results Summary'")]
@@ -247,13 +381,13 @@ def read_summary_log(path: str | Path) -> DetailLog:
         if s.startswith("Per-query latency"):
             section = "per-query"
             continue
-        m = re.match(r"^(\d+) warnings? encountered", s)
+        m = re.match(r"^(\d{1,9}) warnings? encountered", s)
         if m:
             log.warnings = int(m.group(1))
             continue
         m = re.match(r"^(\d+) ERRORS? encountered", s, re.IGNORECASE)
         if m:
-            log.errors.append(f"line {i}: summary: {s}")
+            log.error(f"line {i}: summary: {_short(s)}")
             continue
         if ":" not in s:
             continue
@@ -280,6 +414,8 @@ def read_summary_log(path: str | Path) -> DetailLog:
         if key is None:
             continue
         log.mllog_lines += 1
+        if isinstance(value, BadNumber):
+            log.bad_number(i, key, str(value))
         if key in log.entries:
             log.duplicates[key] = log.duplicates.get(key, 0) + 1
         else:
@@ -295,22 +431,63 @@ def read_summary_log(path: str | Path) -> DetailLog:
     return log
 
 
-def looks_like_summary(file: Path) -> bool:
+def looks_like_summary(file: str | Path) -> bool:
+    """Whether ``file`` reads as a summary log (not a detail log); False when unreadable."""
     try:
-        with file.open("rb") as f:
-            head = f.read(4096).decode("utf-8", errors="replace")
-    except OSError:
+        head = read_input(file, limit=DETAIL_LIMIT)[:4096].decode("utf-8", errors="replace")
+    except UnreadableFile:
         return False
+    return looks_like_summary_text(head)
+
+
+def looks_like_summary_text(text: str) -> bool:
+    head = text[:4096]
     return "MLPerf Results Summary" in head and MLLOG_PREFIX not in head
 
 
 def has_run_log(run_dir: str | Path) -> bool:
-    """Whether ``run_dir`` holds a LoadGen log to read (the detail or the summary log)."""
-    return any((Path(run_dir) / name).is_file() for name in (DETAIL_LOG, SUMMARY_LOG))
+    """Whether ``run_dir`` holds a LoadGen log to read (the detail or the summary log): an entry
+    of that name, whatever it is -- a FIFO or a symbolic link named so is a run whose log is
+    refused when read, not a run that is missing."""
+    return any(os.path.lexists(Path(run_dir) / name) for name in (DETAIL_LOG, SUMMARY_LOG))
+
+
+@dataclass
+class TreeScan:
+    """What :func:`scan_tree` found: ``run_dirs``, folders holding a LoadGen log (by name),
+    reached without a symbolic link; ``refused``, ``(path, reason)`` of every symbolic link to
+    a folder (never followed) and every folder that could not be listed."""
+
+    root: Path
+    run_dirs: list[Path] = field(default_factory=list)
+    refused: list[tuple[Path, str]] = field(default_factory=list)
+
+
+def scan_tree(root: str | Path) -> TreeScan:
+    """Walk ``root`` (any depth, symbolic links never followed) for run folders."""
+    root = Path(root)
+    scan = TreeScan(root)
+
+    def unlistable(folder: Path, exc: OSError) -> None:
+        scan.refused.append((folder, f"cannot list: {exc.strerror or exc}"))
+
+    for here, _dirs, files, links in walk(root, onerror=unlistable):
+        if (
+            DETAIL_LOG in files
+            or SUMMARY_LOG in files
+            or DETAIL_LOG in links
+            or SUMMARY_LOG in links
+        ):
+            scan.run_dirs.append(here)
+        for name in links:
+            p = here / name
+            if os.path.isdir(p):
+                scan.refused.append((p, link_reason(p, root)))
+    scan.run_dirs.sort()
+    return scan
 
 
 def find_run_logs(root: str | Path) -> list[Path]:
-    """Every run directory under ``root`` (one holding a detail or a summary log), sorted."""
-    root = Path(root)
-    dirs = {f.parent for name in (DETAIL_LOG, SUMMARY_LOG) for f in root.rglob(name)}
-    return sorted(d for d in dirs if d.is_dir())
+    """Every run directory under ``root`` (one holding a detail or a summary log), sorted;
+    symbolic links are not followed (:func:`scan_tree` says which were refused)."""
+    return scan_tree(root).run_dirs

@@ -26,16 +26,19 @@ changed or lost file is found.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import re
 import shutil
+import stat
 import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from miglab.errors import EXIT_FAIL, EXIT_INVALID, EXIT_OK
+from miglab.formats.files import MiB, UnreadableFile, read_input
 
 __all__ = [
     "MANIFEST",
@@ -45,20 +48,27 @@ __all__ = [
     "atomic_copy",
     "atomic_write_bytes",
     "atomic_write_text",
+    "is_run_name",
     "is_temp_file",
+    "parse_manifest",
     "read_manifest",
     "replace_dir",
     "sha256_file",
     "verify_run",
     "verify_tree",
+    "walk",
     "write_if_changed",
     "write_manifest",
 ]
 
 MANIFEST = "MANIFEST.sha256"
 TMP_SUFFIX = ".miglab-tmp"
-RUN_DIR_RE = re.compile(r"^run_\d+$")
+# A run folder is named run_<n>: n = 1, 2, ... in decimal without leading zeros, spaces or signs
+# (``run_01`` and ``run_1`` would be one run twice; fullmatch, so no trailing newline either).
+RUN_DIR_RE = re.compile(r"run_([1-9][0-9]{0,5})")
 FETCH_STAGING_RE = re.compile(r"^run_\d+\.fetch-")
+MANIFEST_LIMIT = 16 * MiB  # a run's manifest lists a few files: 64 bytes and a path each
+_MAX_LINE_ISSUES = 20  # bad lines of one manifest reported one by one; the rest are counted
 MODE_DIRS = ("performance", "accuracy")
 _LINE_RE = re.compile(rb"^(\\?)([0-9a-fA-F]{64}) [ *](.+)$")
 _CHUNK = 1 << 20
@@ -155,23 +165,109 @@ def write_if_changed(path: str | Path, data: bytes) -> bool:
     return True
 
 
+# --- walking a tree ------------------------------------------------------------------------------
+def is_run_name(name: str) -> bool:
+    """``run_<n>`` exactly: n = 1, 2, ... without leading zeros, spaces or other characters."""
+    return RUN_DIR_RE.fullmatch(name) is not None
+
+
+def walk(root: str | Path, onerror=None):
+    """Walk ``root`` top-down, in name order, without ever following a symbolic link and without
+    recursion (any depth): yield ``(folder, dirs, files, links)`` per folder -- ``dirs`` its real
+    sub-folders (prune the list in place to skip some), ``links`` its symbolic links (to anything,
+    or dangling), ``files`` everything else (regular files, FIFOs, devices, sockets).
+    ``onerror(folder, exc)`` is called for a folder that cannot be listed."""
+    stack = [Path(root)]
+    while stack:
+        here = stack.pop()
+        dirs: list[str] = []
+        files: list[str] = []
+        links: list[str] = []
+        try:
+            with os.scandir(here) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            if onerror is not None:
+                onerror(here, exc)
+            continue
+        for e in entries:
+            try:
+                if e.is_symlink():
+                    links.append(e.name)
+                elif e.is_dir(follow_symlinks=False):
+                    dirs.append(e.name)
+                else:
+                    files.append(e.name)
+            except OSError:
+                files.append(e.name)
+        yield here, dirs, files, links
+        stack.extend(here / d for d in reversed(dirs))
+
+
+def link_reason(path: str | Path, tree: str | Path) -> str:
+    """Why the symbolic link ``path`` is refused: where it points, and whether that leaves
+    ``tree`` (the results tree, or the run folder)."""
+    path = Path(path)
+    try:
+        target = os.readlink(path)
+    except OSError:
+        target = "?"
+    try:
+        real = Path(os.path.realpath(path))
+        inside = real.is_relative_to(Path(os.path.realpath(tree)))
+    except (OSError, ValueError):
+        inside = False
+    where = "inside" if inside else "outside"
+    return f"a symbolic link to {target!r} ({where} the results tree): refused, not followed"
+
+
+def _kind(path: Path) -> str | None:
+    """None for a regular file (not a symbolic link), else what it is ("a FIFO", ...)."""
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        return f"unreadable ({exc.strerror or exc})"
+    if stat.S_ISREG(st.st_mode):
+        return None
+    for test, kind in (
+        (stat.S_ISLNK, "a symbolic link"),
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(st.st_mode):
+            return kind
+    return "not a regular file"
+
+
 # --- manifests -----------------------------------------------------------------------------------
 def sha256_file(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
+    """The sha256 of the regular file ``path``, read in chunks; ``OSError`` for anything else
+    (a FIFO or a device is refused before a byte is read: never blocks, never reads forever)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        os.set_blocking(fd, True)
+        h = hashlib.sha256()
+        while chunk := os.read(fd, _CHUNK):
             h.update(chunk)
-    return h.hexdigest()
+        return h.hexdigest()
+    finally:
+        os.close(fd)
 
 
 def _files(folder: Path) -> list[str]:
     """Relative paths (``/``-separated) of the files under ``folder``, sorted; neither the
     manifest nor temporary files; symbolic links to folders are not followed."""
     out = []
-    for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames.sort()
-        rel = Path(dirpath).relative_to(folder)
-        for name in filenames:
+    for here, _dirs, files, links in walk(folder):
+        rel = here.relative_to(folder)
+        names = files + [n for n in links if not os.path.isdir(here / n)]
+        for name in names:
             if is_temp_file(name) or (name == MANIFEST and rel == Path(".")):
                 continue
             out.append((rel / name).as_posix())
@@ -220,40 +316,86 @@ def write_manifest(run_dir: str | Path) -> Path:
     return atomic_write_bytes(run_dir / MANIFEST, format_manifest(entries))
 
 
-def read_manifest(path: str | Path) -> tuple[dict[str, str], list[int]]:
-    """A manifest file -> ``({relative path: sha256 hex}, [numbers of lines that are not
-    '<sha256>  <path>']).``"""
+def _path_problem(rel: str) -> str | None:
+    """Why a manifest's path cannot name a file of its run folder (None: it can)."""
+    if not rel:
+        return "empty path"
+    if "\0" in rel:
+        return "path holds a NUL byte"
+    if rel.startswith("/"):
+        return f"absolute path {rel!r}: leaves the run folder"
+    parts = rel.split("/")
+    if ".." in parts:
+        return f"path {rel!r} leaves the run folder (..)"
+    if any(p in ("", ".") for p in parts):
+        return f"path {rel!r} is not a plain relative path"
+    return None
+
+
+def parse_manifest(data: bytes) -> tuple[dict[str, str], list[tuple[int, str]]]:
+    """A manifest's bytes -> ``({relative path: sha256 hex}, [(line number, problem)])``: lines
+    that are not ``<sha256>  <path>``, paths that leave the run folder (absolute, ``..``) and
+    paths listed twice (the first line wins; a second listing fails verification even when
+    the checksums agree)."""
     entries: dict[str, str] = {}
-    bad: list[int] = []
-    for n, line in enumerate(Path(path).read_bytes().split(b"\n"), start=1):
+    first: dict[str, int] = {}
+    problems: list[tuple[int, str]] = []
+    for n, line in enumerate(data.split(b"\n"), start=1):
         if line.endswith(b"\r"):  # CRLF
             line = line[:-1]
         if not line:
             continue
         m = _LINE_RE.match(line)
         if not m:
-            bad.append(n)
+            problems.append((n, "not '<sha256>  <path>'"))
             continue
-        name = _unescape(m.group(3)) if m.group(1) else m.group(3)
-        entries[os.fsdecode(name)] = m.group(2).decode("ascii").lower()
-    return entries, bad
+        name = os.fsdecode(_unescape(m.group(3)) if m.group(1) else m.group(3))
+        why = _path_problem(name)
+        if why is not None:
+            problems.append((n, why))
+            continue
+        if name in entries:
+            problems.append((n, f"lists {name!r} again (first at line {first[name]})"))
+            continue
+        entries[name] = m.group(2).decode("ascii").lower()
+        first[name] = n
+    return entries, problems
+
+
+def read_manifest(path: str | Path) -> tuple[dict[str, str], list[int]]:
+    """A manifest file -> ``({relative path: sha256 hex}, [numbers of lines that cannot be
+    used]).`` (see :func:`parse_manifest`); ``OSError`` when it cannot be read."""
+    try:
+        data = read_input(path, limit=MANIFEST_LIMIT)
+    except UnreadableFile as exc:
+        raise OSError(errno.EINVAL, exc.reason, str(path)) from None
+    entries, problems = parse_manifest(data)
+    return entries, [n for n, _ in problems]
 
 
 # --- verification --------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Issue:
     """One thing wrong: ``kind`` is no-manifest, bad-manifest, checksum, missing, unlisted,
-    unreadable, temp-file, staging or empty."""
+    unreadable, symlink, bad-name, temp-file, staging or empty."""
 
     path: str
     kind: str
     message: str
 
     def __str__(self) -> str:
-        return f"{self.path}: {self.message}"
+        return _one_line(f"{self.path}: {self.message}")
 
     def as_json(self) -> dict:
         return {"path": self.path, "kind": self.kind, "message": self.message}
+
+
+def _one_line(text: str) -> str:
+    """``text`` with control characters (a newline in a file name) and undecodable bytes
+    escaped, so that one issue prints as one line on any terminal."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 @dataclass
@@ -287,13 +429,36 @@ def _temp_issues(folder: Path, names) -> list[Issue]:
     ]
 
 
-def _check_run(run_dir: Path) -> tuple[list[Issue], int]:
+def _check_run(run_dir: Path, tree: Path | None = None) -> tuple[list[Issue], int]:
+    """Issues of one run folder and the number of its files. Nothing in it is followed through
+    a symbolic link, and only regular files are read."""
+    tree = tree or run_dir
     issues: list[Issue] = []
+    present: list[str] = []  # regular files, relative
+    skipped: set[str] = set()  # reported already (symbolic links, FIFOs, devices...)
+
+    def unlistable(folder: Path, exc: OSError) -> None:
+        issues.append(Issue(str(folder), "unreadable", f"cannot list: {exc.strerror or exc}"))
+
+    for here, _dirs, files, links in walk(run_dir, onerror=unlistable):
+        rel = here.relative_to(run_dir)
+        issues.extend(_temp_issues(here, files))
+        for name in links:
+            skipped.add((rel / name).as_posix())
+            issues.append(Issue(str(here / name), "symlink", link_reason(here / name, tree)))
+        for name in files:
+            if is_temp_file(name) or (name == MANIFEST and rel == Path(".")):
+                continue
+            kind = _kind(here / name)
+            if kind is None:
+                present.append((rel / name).as_posix())
+            else:
+                skipped.add((rel / name).as_posix())
+                issues.append(Issue(str(here / name), "unreadable", f"is {kind}, not a file"))
     manifest = run_dir / MANIFEST
-    present = _files(run_dir)
-    for dirpath, _dirs, filenames in os.walk(run_dir):
-        issues += _temp_issues(Path(dirpath), filenames)
-    if not manifest.is_file():
+    if MANIFEST in skipped:
+        return issues, len(present)  # a symbolic link or a FIFO as the manifest: said above
+    if not os.path.lexists(manifest):
         issues.insert(
             0,
             Issue(
@@ -303,14 +468,24 @@ def _check_run(run_dir: Path) -> tuple[list[Issue], int]:
             ),
         )
         return issues, len(present)
+    kind = _kind(manifest)
+    if kind is not None:  # a folder named like the manifest
+        issues.append(Issue(str(manifest), "unreadable", f"is {kind}, not a file"))
+        return issues, len(present)
     try:
-        listed, bad = read_manifest(manifest)
-    except OSError as exc:
-        return [Issue(str(manifest), "unreadable", f"cannot read: {exc.strerror}")] + issues, 0
-    for n in bad:
-        issues.append(Issue(str(manifest), "bad-manifest", f"line {n}: not '<sha256>  <path>'"))
+        data = read_input(manifest, limit=MANIFEST_LIMIT)
+    except UnreadableFile as exc:
+        return [Issue(str(manifest), "unreadable", exc.reason), *issues], 0
+    listed, problems = parse_manifest(data)
+    for n, why in problems[:_MAX_LINE_ISSUES]:
+        issues.append(Issue(str(manifest), "bad-manifest", f"line {n}: {why}"))
+    if len(problems) > _MAX_LINE_ISSUES:
+        more = len(problems) - _MAX_LINE_ISSUES
+        issues.append(Issue(str(manifest), "bad-manifest", f"and {more} more bad line(s)"))
     on_disk = set(present)
     for rel in sorted(set(listed) | on_disk):
+        if rel in skipped:
+            continue
         path = run_dir / rel
         if rel not in listed:
             issues.append(Issue(str(path), "unlisted", f"not listed in {MANIFEST}"))
@@ -335,15 +510,13 @@ def verify_run(run_dir: str | Path) -> list[Issue]:
     return _check_run(run_dir)[0]
 
 
-def _is_run_dir(path: Path) -> bool:
-    return bool(RUN_DIR_RE.match(path.name)) and path.parent.name in MODE_DIRS
-
-
 def verify_tree(root: str | Path) -> TreeReport:
     """Check a results tree (or one run folder): every run folder ``.../performance/run_<n>/``
     (and ``accuracy/``) and every other folder holding a manifest against its manifest; leftover
-    temporary files and fetch staging folders anywhere. ``ValidationError`` when ``root`` is not
-    a folder."""
+    temporary files and fetch staging folders anywhere; symbolic links anywhere (never followed:
+    what they point to is not part of the tree) and folders under ``performance/`` or
+    ``accuracy/`` that are not named ``run_<n>``. ``ValidationError`` when ``root`` is not a
+    folder."""
     from miglab.errors import Problem, ValidationError
 
     root_p = Path(root)
@@ -352,9 +525,13 @@ def verify_tree(root: str | Path) -> TreeReport:
     if not root_p.is_dir():
         raise ValidationError([Problem(str(root_p), "", "not a directory")])
     report = TreeReport(str(root_p))
-    for dirpath, dirnames, filenames in os.walk(root_p):
-        here = Path(dirpath)
-        dirnames.sort()
+
+    def unlistable(folder: Path, exc: OSError) -> None:
+        report.issues.append(
+            Issue(str(folder), "unreadable", f"cannot list: {exc.strerror or exc}")
+        )
+
+    for here, dirnames, filenames, links in walk(root_p, onerror=unlistable):
         if FETCH_STAGING_RE.match(here.name) and here != root_p:
             report.issues.append(
                 Issue(
@@ -366,18 +543,32 @@ def verify_tree(root: str | Path) -> TreeReport:
             )
             dirnames[:] = []
             continue
+        in_mode_dir = here != root_p and here.parent.name in MODE_DIRS
+        if in_mode_dir and not is_run_name(here.name):
+            report.issues.append(
+                Issue(
+                    str(here),
+                    "bad-name",
+                    f"run folder {here.name!r} is not named run_<n> (n = 1, 2, ... without "
+                    "leading zeros): no report counts it",
+                )
+            )
         if (
-            _is_run_dir(here)
+            in_mode_dir
             or MANIFEST in filenames
-            or (here == root_p and RUN_DIR_RE.match(here.name))
+            or MANIFEST in links
+            or (here == root_p and is_run_name(here.name))
         ):
-            issues, files = _check_run(here)
+            issues, files = _check_run(here, root_p)
             report.runs.append(str(here))
             report.files += files
             report.issues += issues
             dirnames[:] = []
             continue
         report.issues += _temp_issues(here, filenames)
+        report.issues += [
+            Issue(str(here / n), "symlink", link_reason(here / n, root_p)) for n in links
+        ]
     report.issues.sort(key=lambda i: i.path)  # stable: a run's own findings keep their order
     if not report.runs:
         report.issues.append(
@@ -511,7 +702,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if a.cmd == "install":
             try:
-                print(json.dumps(install_fetched(a.tarball, a.dest)))
+                print(json.dumps(install_fetched(a.tarball, a.dest), allow_nan=False))
             except FetchRefused as exc:
                 print(f"error: {exc}", file=sys.stderr)
                 return EXIT_FAIL

@@ -2,21 +2,30 @@
 device, weights, inputs, placement, start and end). It is read from the run directory and its
 parents up to the campaign directory (nearest wins); see ``miglab/mlperf/README.md``.
 
+A ``miglab_run.json`` that is a symbolic link, not a regular file, larger than
+:data:`RUN_META_LIMIT`, not JSON (``NaN`` and ``Infinity`` are not JSON) or nested more than
+:data:`MAX_DEPTH` deep is a problem of its run, never followed or half read.
+
 Only the standard library is used.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 from miglab.errors import Problem, Problems, ValidationError
+from miglab.formats.files import MiB, UnreadableFile, read_input_text
 
 __all__ = ["RUN_META", "RunMeta", "read_run_meta"]
 
 RUN_META = "miglab_run.json"
+RUN_META_LIMIT = 1 * MiB  # a runner writes a few KB
+MAX_DEPTH = 32  # nesting of its JSON (the runners write 3 levels)
 RUN_META_FIELDS = {
     "schema": str,
     "simulated": bool,
@@ -84,15 +93,19 @@ def _parse_iso(s: str) -> datetime | None:
     return d if d.tzinfo is not None else None
 
 
-def read_run_meta(run_dir: str | Path, levels: int = 6) -> RunMeta:
-    """Merge ``miglab_run.json`` from ``run_dir`` and up to ``levels`` parents (nearest wins)."""
+def read_run_meta(run_dir: str | Path, levels: int = 6, root: str | Path | None = None) -> RunMeta:
+    """Merge ``miglab_run.json`` from ``run_dir`` and up to ``levels`` parents (nearest wins),
+    never above ``root`` (the results tree) when it is given."""
     d = Path(run_dir)
     chain = [d, *list(d.parents)[:levels]]
+    if root is not None:
+        top = Path(root)
+        chain = [f for f in chain if f == top or f.is_relative_to(top)]
     merged: dict = {}
     files: list[str] = []
     for folder in reversed(chain):  # farthest first, so nearer files override
         f = folder / RUN_META
-        if not f.is_file():
+        if not os.path.lexists(f):
             continue
         merged.update(_load_run_meta_file(f))
         files.append(str(f))
@@ -106,16 +119,56 @@ def read_run_meta(run_dir: str | Path, levels: int = 6) -> RunMeta:
     return RunMeta(files=tuple(reversed(files)), extra=merged, **known)
 
 
+def _not_json_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    v = float(text)
+    if not math.isfinite(v):
+        raise ValueError(f"{text[:40]} is beyond a double")
+    return v
+
+
+def _depth(value) -> int:
+    depth, stack = 0, [(value, 1)]
+    while stack and depth <= MAX_DEPTH:
+        v, d = stack.pop()
+        depth = max(depth, d)
+        if isinstance(v, dict):
+            stack.extend((x, d + 1) for x in v.values())
+        elif isinstance(v, list):
+            stack.extend((x, d + 1) for x in v)
+    return depth
+
+
 def _load_run_meta_file(f: Path) -> dict:
     p = Problems(str(f))
+    if f.is_symlink():
+        target = os.readlink(f)
+        raise ValidationError(
+            [Problem(str(f), "", f"a symbolic link (to {target!r}): refused, not followed")]
+        )
     try:
-        data = json.loads(f.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValidationError([Problem(str(f), "", f"cannot read: {exc}")]) from None
+        text = read_input_text(f, limit=RUN_META_LIMIT)
+    except UnreadableFile as exc:
+        raise ValidationError([Problem(str(f), "", exc.reason)]) from None
+    try:
+        data = json.loads(text, parse_constant=_not_json_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
         raise ValidationError(
             [Problem(str(f), "", f"not JSON: {exc.msg} at line {exc.lineno}")]
         ) from None
+    except RecursionError:
+        raise ValidationError(
+            [Problem(str(f), "", f"not JSON miglab reads: nested more than {MAX_DEPTH} deep")]
+        ) from None
+    except ValueError as exc:  # NaN/Infinity, or an integer of too many digits
+        raise ValidationError([Problem(str(f), "", f"not JSON: {str(exc)[:100]}")]) from None
+    if _depth(data) > MAX_DEPTH:
+        raise ValidationError(
+            [Problem(str(f), "", f"not JSON miglab reads: nested more than {MAX_DEPTH} deep")]
+        )
     if not isinstance(data, dict):
         raise ValidationError([Problem(str(f), "", "must be a JSON object")])
     for k, typ in RUN_META_FIELDS.items():

@@ -310,7 +310,10 @@ def test_submission_rules_server_latency_bound(tmp_path):
     d.mkdir(parents=True)
     (d / "mlperf_log_detail.txt").write_text(text)
     r = parse_run(d)
-    assert r.benchmark == "resnet50" and r.valid  # LoadGen's own verdict was VALID
+    # LoadGen's VALID is the AND of its checks, early stopping among them: VALID beside
+    # early_stopping_met false is a log that contradicts itself, so the run is not valid
+    assert r.benchmark == "resnet50" and r.loadgen_validity == "VALID" and not r.valid
+    assert r.invalid_reasons == ["LoadGen says VALID, but early_stopping_met is false"]
     assert r.submission_reasons == [
         "early stopping not met: * Run successful.",
         "p99 latency 16.000 ms > 15 ms bound",

@@ -24,6 +24,19 @@ Over the included runs: count, mean, sample standard deviation, min, max, spread
 ((max - min) / mean) and the improvement of the mean over the baseline scenario's mean for the
 same benchmark and MLPerf scenario, in percent (for latency metrics a lower latency is a
 positive improvement).
+
+Nothing found is dropped without a word, and nothing unsure is counted:
+
+* a run whose log cannot be read (not a regular file, too big, not a LoadGen log, a bad
+  ``miglab_run.json``) or is INVALID (LoadGen's verdict, a number that is not finite or out of
+  range, a summary contradicting the detail log) is listed with its reason; the rest is
+  aggregated;
+* the walk never follows a symbolic link: a symlinked VM, benchmark or run folder is refused
+  and listed, and its VM still counts as a VM of the scenario, so the scenario's runs are
+  incomplete (never a complete scenario of fewer VMs);
+* run folders are ``run_<n>`` exactly (n = 1, 2, ... without leading zeros): ``run_01`` or
+  ``run_1 `` is listed and not counted, never merged with ``run_1``;
+* ``runs`` is at most :data:`MAX_RUNS` (a campaign's ``mlperf.runs`` allows as many).
 """
 
 from __future__ import annotations
@@ -31,15 +44,19 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
+import os
 import re
 import statistics
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from miglab.core.runs import RunRecord, parse_run
+from miglab.core.runs import RunRecord, json_dumps, parse_run_safely
 from miglab.errors import Problem, ValidationError
-from miglab.formats.loadgen import find_run_logs, has_run_log
+from miglab.formats.files import MiB, UnreadableFile, read_input_text
+from miglab.formats.loadgen import has_run_log, scan_tree
+from miglab.formats.manifest import is_run_name
 
 __all__ = [
     "Aggregate",
@@ -51,14 +68,33 @@ __all__ = [
     "check_round",
     "campaign_context",
     "normalize_plan",
+    "one_line",
+    "read_json_input",
 ]
 
 WINDOW_SOURCES = ("power", "runner", "log")
-RUN_DIR_RE = re.compile(r"^run_(\d+)$")
+MAX_RUNS = 100  # expected runs per scenario: as many as a campaign's mlperf.runs allows
+JSON_LIMIT = 16 * MiB  # a plan (`miglab plan --json`) of hundreds of VMs is a few hundred KB
+
+
+def _finite(v: float | None) -> float | None:
+    return v if v is None or math.isfinite(v) else None
 
 
 def natural_key(s: str):
-    return [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", str(s))]
+    # odd places hold the runs of ASCII digits, even places the text between (a "digit" such as
+    # "²" is text: int() cannot read it)
+    parts = re.split(r"([0-9]+)", str(s))
+    return [int(t) if i % 2 else t.lower() for i, t in enumerate(parts)]
+
+
+def one_line(text: str) -> str:
+    """``text`` with line breaks, other control characters and undecodable bytes of a file name
+    escaped: one problem, note or reason is one line of output."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 # --- plan --------------------------------------------------------------------------------------
@@ -125,18 +161,40 @@ def _scenario_plan(vg, field_, source, problems, vms) -> ScenarioPlan:
     return ScenarioPlan(dict(vg), {k: v for k, v in vms.items() if isinstance(v, str)})
 
 
+def read_json_input(path: str | Path):
+    """A JSON file miglab is given (a plan, ``miglab plan --json`` output): a regular file of at
+    most :data:`JSON_LIMIT` bytes, JSON proper (no NaN), not nested absurdly deep;
+    ValidationError otherwise."""
+    p = Path(path)
+    try:
+        text = read_input_text(p, limit=JSON_LIMIT)
+    except UnreadableFile as exc:
+        raise ValidationError([Problem(str(p), "", exc.reason)]) from None
+
+    def no_constant(name):
+        raise ValueError(f"{name} is not JSON")
+
+    try:
+        return json.loads(text, parse_constant=no_constant)
+    except json.JSONDecodeError as exc:
+        raise ValidationError([Problem(str(p), "", f"not JSON: {exc.msg}")]) from None
+    except RecursionError:
+        raise ValidationError(
+            [Problem(str(p), "", "not JSON miglab reads: nested too deeply")]
+        ) from None
+    except ValueError as exc:
+        raise ValidationError([Problem(str(p), "", f"not JSON: {str(exc)[:100]}")]) from None
+
+
 def campaign_context(path: str | Path) -> dict:
     """A campaign YAML file -> ``baseline``, ``plan``, ``runs``, ``campaign`` (keyword arguments
     of :func:`aggregate_results`); ``miglab plan --json`` output (``.json``) gives the plan only
     (its VM names and profiles)."""
     p = Path(path)
-    if not p.is_file():
+    if not os.path.lexists(p):
         raise ValidationError([Problem(str(p), "", "no such file")])
     if p.suffix == ".json":
-        try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise ValidationError([Problem(str(p), "", f"not JSON: {exc.msg}")]) from None
+        data = read_json_input(p)
         ctx = {"plan": normalize_plan(data, str(p))}
         if isinstance(data, dict) and isinstance(data.get("campaign"), str):
             ctx["campaign"] = data["campaign"]
@@ -232,12 +290,12 @@ class Group:
     @property
     def mean(self) -> float | None:
         t = self.totals
-        return statistics.fmean(t) if t else None
+        return _finite(statistics.fmean(t)) if t else None
 
     @property
     def stdev(self) -> float | None:
         t = self.totals
-        return statistics.stdev(t) if len(t) >= 2 else None
+        return _finite(statistics.stdev(t)) if len(t) >= 2 else None
 
     @property
     def min(self) -> float | None:
@@ -250,12 +308,12 @@ class Group:
     @property
     def spread_pct(self) -> float | None:
         m = self.mean
-        return None if not m else (self.max - self.min) / m * 100.0
+        return None if not m else _finite((self.max - self.min) / m * 100.0)
 
     @property
     def cv_pct(self) -> float | None:
         m, s = self.mean, self.stdev
-        return None if not m or s is None else s / m * 100.0
+        return None if not m or s is None else _finite(s / m * 100.0)
 
     @property
     def per_vm_mean(self) -> dict[str, float]:
@@ -396,6 +454,10 @@ class Aggregate:
             "problems": self.problems,
         }
 
+    def to_json(self) -> str:
+        """:meth:`as_json` as JSON text (never a bare NaN)."""
+        return json_dumps(self.as_json())
+
     def csv_rows(self) -> list[dict]:
         rows = []
         for g in self.groups:
@@ -452,6 +514,35 @@ def _fmt(v, decimals: int | None = None) -> str:
 
 
 # --- the walk ----------------------------------------------------------------------------------
+_LAYOUT = (
+    "not in the results layout <campaign>/<scenario>/<vm>/<benchmark>/"
+    "<MLPerf scenario>/performance/run_<n>"
+)
+_BAD_RUN_NAME = "is not named run_<n> (n = 1, 2, ... without leading zeros): not counted"
+
+
+def _campaign_level(root: Path, run_dirs: list[Path]) -> bool:
+    """Whether ``root`` is one campaign's folder (run folders 6 levels down) rather than a
+    results folder of campaigns (7 levels): as most of its run folders say."""
+    depths = [len(d.relative_to(root).parts) for d in run_dirs]
+    return depths.count(6) >= depths.count(7)
+
+
+def _place(root: Path, rel: tuple[str, ...], campaign_level: bool):
+    """``rel`` (parts below ``root``) -> (campaign, scenario, vm, benchmark, MLPerf scenario,
+    kind, run folder) with None for the levels it does not reach; None above a VM folder."""
+    if campaign_level:
+        camp, rest = root.resolve().name, rel
+    elif rel:
+        camp, rest = rel[0], rel[1:]
+    else:
+        return None
+    if len(rest) < 2:
+        return None
+    rest = tuple(rest[:6]) + (None,) * (6 - min(len(rest), 6))
+    return (camp, *rest)
+
+
 def _layout(root: Path, run_dir: Path):
     """(campaign, scenario, vm, benchmark, mlperf scenario, kind, run) or a reason."""
     rel = run_dir.relative_to(root).parts
@@ -460,15 +551,11 @@ def _layout(root: Path, run_dir: Path):
     elif len(rel) == 7:
         campaign, rest = rel[0], rel[1:]
     else:
-        return None, (
-            "not in the results layout <campaign>/<scenario>/<vm>/<benchmark>/"
-            "<MLPerf scenario>/performance/run_<n>"
-        )
+        return None, _LAYOUT
     scenario, vm, bench, mlscen, kind, run = rest
-    m = RUN_DIR_RE.match(run)
-    if not m:
-        return None, f"run folder {run!r} is not run_<n>"
-    return (campaign, scenario, vm, bench, mlscen, kind, int(m.group(1))), None
+    if not is_run_name(run):
+        return None, f"run folder {run!r} {_BAD_RUN_NAME}"
+    return (campaign, scenario, vm, bench, mlscen, kind, int(run.removeprefix("run_"))), None
 
 
 def aggregate_results(
@@ -493,25 +580,43 @@ def aggregate_results(
         raise ValidationError([Problem(str(root), "", "no such directory")])
     if not root.is_dir():
         raise ValidationError([Problem(str(root), "", "not a directory")])
-    if not 0.0 <= min_overlap <= 1.0:
+    if not (isinstance(min_overlap, (int, float)) and 0.0 <= min_overlap <= 1.0):
         raise ValidationError([Problem("<command line>", "min_overlap", "must be in [0, 1]")])
+    if runs is not None and (
+        isinstance(runs, bool) or not isinstance(runs, int) or not 1 <= runs <= MAX_RUNS
+    ):
+        raise ValidationError(
+            [Problem("<command line>", "runs", f"must be from 1 to {MAX_RUNS}, got {runs!r}")]
+        )
     if isinstance(plan, dict) and plan and all(isinstance(v, ScenarioPlan) for v in plan.values()):
         plans: dict[str, ScenarioPlan] = plan
     else:
         plans = normalize_plan(plan)
-    run_dirs = find_run_logs(root)
-    if not run_dirs:
+    scan = scan_tree(root)
+    run_dirs = scan.run_dirs
+    if not run_dirs and not scan.refused:
         raise ValidationError(
             [Problem(str(root), "", "no mlperf_log_detail.txt or mlperf_log_summary.txt found")]
         )
+    level = _campaign_level(root, run_dirs)
     problems: list[str] = []
     # (campaign, scenario) -> VMs ; (campaign, scenario, bench, mlscen) -> vm -> run -> VmRun
     scenario_vms: dict[tuple, set[str]] = {}
     cells: dict[tuple, dict[str, dict[int, VmRun]]] = {}
+    # why a VM has no run of a group: (campaign, scenario, vm[, bench[, mlscen]]) -> reason
+    refused: dict[tuple, str] = {}
+    odd: dict[tuple, list[str]] = {}  # (campaign, scenario, bench, mlscen, vm) -> odd run folders
     for d in run_dirs:
         where, why = _layout(root, d)
         if where is None:
             problems.append(f"{d}: {why}")
+            rel = d.relative_to(root).parts
+            at = _place(root, rel, len(rel) == 6)
+            if at and why != _LAYOUT and (not campaign or at[0] == campaign):
+                camp, scen, vm, bench, mlscen, kind, run = at
+                scenario_vms.setdefault((camp, scen), set()).add(vm)
+                if kind == "performance":
+                    odd.setdefault((camp, scen, bench, mlscen, vm), []).append(repr(run))
             continue
         camp, scen, vm, bench, mlscen, kind, n = where
         if campaign and camp != campaign:
@@ -519,12 +624,26 @@ def aggregate_results(
         scenario_vms.setdefault((camp, scen), set()).add(vm)
         if kind != "performance":
             continue  # accuracy runs are not throughput measurements
-        try:
-            rec = parse_run(d, benchmark=bench)
-            vr = VmRun(vm, n, rec)
-        except ValidationError as exc:
-            vr = VmRun(vm, n, None, "; ".join(str(p) for p in exc.problems))
-        cells.setdefault((camp, scen, bench, mlscen), {}).setdefault(vm, {})[n] = vr
+        rec, problem = parse_run_safely(d, benchmark=bench, root=root)
+        cells.setdefault((camp, scen, bench, mlscen), {}).setdefault(vm, {})[n] = VmRun(
+            vm, n, rec, problem
+        )
+    for path, why in scan.refused:
+        problems.append(f"{path}: {why}")
+        at = _place(root, path.relative_to(root).parts, level)
+        if not at or (campaign and at[0] != campaign):
+            continue
+        camp, scen, vm, bench, mlscen, kind, run = at
+        scenario_vms.setdefault((camp, scen), set()).add(vm)
+        what = "run folder" if run else ("VM folder" if bench is None else "folder")
+        if run and kind == "performance" and is_run_name(run):
+            n = int(run.removeprefix("run_"))
+            cells.setdefault((camp, scen, bench, mlscen), {}).setdefault(vm, {})[n] = VmRun(
+                vm, n, None, f"{path}: run folder is {why}"
+            )
+        elif kind != "accuracy":  # accuracy runs are not counted anyway
+            key = tuple(x for x in (camp, scen, vm, bench, mlscen) if x is not None)
+            refused.setdefault(key, f"{what} {path.name!r} is {why}")
     if not cells:
         raise ValidationError(
             [Problem(str(root), "", "no performance run in the results layout")]
@@ -534,6 +653,22 @@ def aggregate_results(
     groups: list[Group] = []
     for (camp, scen, bench, mlscen), by_vm in cells.items():
         sp = plans.get(scen)
+        missing: dict[str, str] = {}
+        for vm in scenario_vms[(camp, scen)]:
+            why = next(
+                (
+                    refused[k]
+                    for k in ((camp, scen, vm, bench, mlscen), (camp, scen, vm, bench))
+                    + ((camp, scen, vm),)
+                    if k in refused
+                ),
+                None,
+            )
+            if why is None and (camp, scen, bench, mlscen, vm) in odd:
+                names = ", ".join(odd[(camp, scen, bench, mlscen, vm)])
+                why = f"run folder(s) {names} {_BAD_RUN_NAME}"
+            if why is not None:
+                missing[vm] = why
         groups.append(
             _group(
                 camp,
@@ -546,6 +681,7 @@ def aggregate_results(
                 runs,
                 min_overlap,
                 require_timestamps,
+                missing,
             )
         )
     groups.sort(key=Group.key)
@@ -554,8 +690,10 @@ def aggregate_results(
     return Aggregate(str(root), groups, baseline, min_overlap, problems)
 
 
-def _group(camp, scen, bench, mlscen, by_vm, all_vms, sp, runs, min_overlap, require_ts) -> Group:
-    notes: list[str] = []
+def _group(
+    camp, scen, bench, mlscen, by_vm, all_vms, sp, runs, min_overlap, require_ts, vm_notes=None
+) -> Group:
+    notes: list[str] = [f"{vm}: {why}" for vm, why in sorted((vm_notes or {}).items())]
     vms = sorted(all_vms, key=natural_key)
     expected = sp.vm_count if sp else None
     missing_vm_note = None
@@ -581,7 +719,9 @@ def _group(camp, scen, bench, mlscen, by_vm, all_vms, sp, runs, min_overlap, req
     totals: list[RunTotal] = []
     for n in sorted(run_numbers):
         totals.append(
-            _run_total(n, vms, by_vm, first, combine, min_overlap, require_ts, missing_vm_note)
+            _run_total(
+                n, vms, by_vm, first, combine, min_overlap, require_ts, missing_vm_note, vm_notes
+            )
         )
     profiles = {vm: _profile(vm, sp, by_vm.get(vm, {})) for vm in vms}
     metas = [r.meta for r in records]
@@ -632,7 +772,10 @@ def _describe_profiles(profiles: dict[str, str | None]) -> str | None:
     return " + ".join(f"{n}x {p}" for p, n in counts.items())
 
 
-def _run_total(n, vms, by_vm, first, combine, min_overlap, require_ts, missing_vm_note):
+def _run_total(
+    n, vms, by_vm, first, combine, min_overlap, require_ts, missing_vm_note, vm_notes=None
+):
+    vm_notes = vm_notes or {}
     reasons: list[str] = []
     values: dict[str, float] = {}
     usable: list[RunRecord] = []
@@ -643,6 +786,8 @@ def _run_total(n, vms, by_vm, first, combine, min_overlap, require_ts, missing_v
         vr = by_vm.get(vm, {}).get(n)
         if vr is None:
             where = f"run_{n} missing" if by_vm.get(vm) else "no logs for this benchmark/scenario"
+            if vm in vm_notes:
+                where = vm_notes[vm] if not by_vm.get(vm) else f"{where} ({vm_notes[vm]})"
             reasons.append(f"{vm}: {where}")
             continue
         if vr.record is None:
@@ -732,10 +877,8 @@ def check_round(
         if not has_run_log(d):
             absent.append(f"{vm}: no LoadGen log")
             continue
-        try:
-            by_vm[vm] = {1: VmRun(vm, 1, parse_run(d))}
-        except ValidationError as exc:
-            by_vm[vm] = {1: VmRun(vm, 1, None, "; ".join(str(p) for p in exc.problems))}
+        rec, problem = parse_run_safely(d)
+        by_vm[vm] = {1: VmRun(vm, 1, rec, problem)}
     if absent:
         return RoundCheck("missing", tuple(absent))
     records = [per[1].record for per in by_vm.values() if per[1].record]
@@ -811,6 +954,6 @@ def _improvement(g: Group, groups: list[Group], baseline: str | None) -> None:
     if base.metric != g.metric:
         g.notes.append(f"baseline metric {base.metric} differs from {g.metric}")
         return
-    g.improvement_pct = (
+    g.improvement_pct = _finite(
         (m - bm) / bm * 100.0 if g.higher_is_better is not False else ((bm - m) / bm * 100.0)
     )

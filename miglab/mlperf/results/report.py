@@ -19,6 +19,10 @@ says so at the top (and the charts in their title).
 The output is a function of the results only (no timestamps; PNGs without a Software tag), and
 each file is written atomically and only when its bytes change: a second report over the same
 results rewrites nothing (``ReportFiles.changed`` is empty).
+
+A bad run never stops the report: unreadable and INVALID runs are listed with their reasons;
+a chart draws only finite values (the aggregate has no other), and a chart that still cannot be
+drawn is said in the report instead of ending it. ``results.json`` is always JSON (no NaN).
 """
 
 from __future__ import annotations
@@ -26,10 +30,11 @@ from __future__ import annotations
 import base64
 import html
 import io
-import json
+import math
 from pathlib import Path
 
-from miglab.mlperf.results.aggregate import Aggregate, Group
+from miglab.core.runs import json_dumps
+from miglab.mlperf.results.aggregate import Aggregate, Group, one_line
 
 __all__ = ["ReportFiles", "format_value", "write_report"]
 
@@ -54,7 +59,7 @@ class ReportFiles(dict):
 
 def format_value(v: float | None, unit: str | None = None) -> str:
     """Throughput with thousands separators and at most 2 decimals; ns latencies as ms."""
-    if v is None:
+    if v is None or not math.isfinite(v):
         return "-"
     if unit == "ns":
         return f"{v / 1e6:,.3f} ms"
@@ -63,7 +68,7 @@ def format_value(v: float | None, unit: str | None = None) -> str:
 
 
 def _pct(v: float | None, signed: bool = True) -> str:
-    if v is None:
+    if v is None or not math.isfinite(v):
         return "-"
     return f"{v:+.2f} %" if signed else f"{v:.2f} %"
 
@@ -215,7 +220,9 @@ def _chart(groups: list[Group], title: str, flags: list[str]) -> bytes | None:
     from matplotlib.figure import Figure
     from matplotlib.ticker import FuncFormatter
 
-    drawn = [g for g in groups if g.mean is not None]
+    drawn = [
+        g for g in groups if all(v is not None and math.isfinite(v) for v in (g.mean, g.min, g.max))
+    ]
     if not drawn:
         return None
     scale = 1e-6 if drawn[0].unit == "ns" else 1.0
@@ -225,7 +232,8 @@ def _chart(groups: list[Group], title: str, flags: list[str]) -> bytes | None:
     hi = [(g.max - g.mean) * scale for g in drawn]
     base = next((g for g in drawn if g.baseline == g.scenario), None)
     colors = ["#d62728" if g is base else "#1f77b4" for g in drawn]
-    fig = Figure(figsize=(max(6.0, 1.1 * len(drawn) + 2), 4.8), dpi=100)
+    # at most 100 inches wide (10000 px): matplotlib refuses images over 2^16 px a side
+    fig = Figure(figsize=(min(100.0, max(6.0, 1.1 * len(drawn) + 2)), 4.8), dpi=100)
     ax = fig.subplots()
     ax.bar(names, means, color=colors, yerr=[lo, hi], capsize=5, ecolor="black")
     if base is not None:
@@ -235,7 +243,7 @@ def _chart(groups: list[Group], title: str, flags: list[str]) -> bytes | None:
         label = (
             f"{g.mean:,.0f}" if g.unit != "ns" and g.mean >= 1000 else format_value(g.mean, g.unit)
         )
-        if g.improvement_pct is not None and g is not base:
+        if g.improvement_pct is not None and math.isfinite(g.improvement_pct) and g is not base:
             label += f"\n{g.improvement_pct:+.2f} %"
         elif g is base:
             label += "\nbaseline"
@@ -282,10 +290,17 @@ def write_report(
         flags.append("RANDOM WEIGHTS")
 
     sections = []
+    chart_problems: list[str] = []
     for (camp, bench, mlscen), groups in _by_benchmark(aggregate).items():
         name = f"chart-{_slug(camp)}-{_slug(bench)}-{_slug(mlscen)}.png"
         title = f"{camp}: {bench} {mlscen}"
-        png = _chart(groups, title, flags)
+        try:
+            png = _chart(groups, title, flags)
+        except (ValueError, OverflowError, RuntimeError, MemoryError) as exc:
+            # matplotlib's refusal (a figure too large, a value it cannot place): the tables
+            # and the other charts are still written
+            png = None
+            chart_problems.append(f"{title}: chart not drawn: {type(exc).__name__}: {exc}"[:300])
         if png is not None:
             written.put(name, out / name, png)
         sections.append((camp, bench, mlscen, groups, name if png is not None else None, png))
@@ -310,19 +325,25 @@ def write_report(
         md += ["### Runs", "", _md_table(RUN_HEAD, _run_rows(groups)), ""]
         notes = [f"{g.scenario}: {n}" for g in groups for n in g.notes]
         if notes:
-            md += ["Notes:", ""] + [f"- {n}" for n in notes] + [""]
+            md += ["Notes:", ""] + [f"- {one_line(n)}" for n in notes] + [""]
     excluded = [
         f"{g.campaign} {g.scenario} {g.benchmark} {g.mlperf_scenario} {x}"
         for g in aggregate.groups
         for x in g.excluded_reasons
     ]
     md += ["## Excluded runs", ""]
-    md += [f"- {x}" for x in excluded] if excluded else ["None: every run found was counted."]
+    md += (
+        [f"- {one_line(x)}" for x in excluded]
+        if excluded
+        else ["None: every run found was counted."]
+    )
     md += [""]
     if aggregate.problems:
-        md += ["## Files outside the results layout (ignored)", ""]
-        md += [f"- {p}" for p in aggregate.problems] + [""]
-    written.put("report.md", out / "report.md", "\n".join(md).encode("utf-8"))
+        md += ["## Files outside the results layout or refused (not counted)", ""]
+        md += [f"- {one_line(p)}" for p in aggregate.problems] + [""]
+    if chart_problems:
+        md += ["## Charts not drawn", ""] + [f"- {one_line(p)}" for p in chart_problems] + [""]
+    written.put("report.md", out / "report.md", _encode("\n".join(md)))
 
     # --- HTML ---------------------------------------------------------------------------------
     h = [
@@ -362,15 +383,25 @@ def write_report(
         else "<p>None: every run found was counted.</p>"
     )
     if aggregate.problems:
-        h.append("<h2>Files outside the results layout (ignored)</h2><ul>")
+        h.append("<h2>Files outside the results layout or refused (not counted)</h2><ul>")
         h += [f"<li>{html.escape(p)}</li>" for p in aggregate.problems]
         h.append("</ul>")
+    if chart_problems:
+        h.append("<h2>Charts not drawn</h2><ul>")
+        h += [f"<li>{html.escape(p)}</li>" for p in chart_problems]
+        h.append("</ul>")
     h.append("</body></html>")
-    written.put("report.html", out / "report.html", "\n".join(h).encode("utf-8"))
+    written.put("report.html", out / "report.html", _encode("\n".join(h)))
 
     # --- CSV / JSON ---------------------------------------------------------------------------
-    written.put("results.csv", out / "results.csv", aggregate.to_csv().encode("utf-8"))
+    written.put("results.csv", out / "results.csv", _encode(aggregate.to_csv()))
     data = aggregate.as_json()
     data["banners"] = banners
-    written.put("results.json", out / "results.json", (json.dumps(data, indent=2) + "\n").encode())
+    data["charts_not_drawn"] = chart_problems
+    written.put("results.json", out / "results.json", (json_dumps(data) + "\n").encode())
     return written
+
+
+def _encode(text: str) -> bytes:
+    """UTF-8; a file name that is not UTF-8 (an undecodable byte) is written escaped."""
+    return text.encode("utf-8", errors="backslashreplace")
