@@ -123,11 +123,20 @@ NOT_A_CAPTURE = (
 )
 
 
+# nvidia-smi's own output that is no profile listing (MIG off, no GPU, its summary table): shown
+# line by line as before, since it is nvidia-smi's text, not a file of someone else's
+_NVSMI_OUTPUT_RE = re.compile(
+    r"^(No MIG-enabled devices found\.?|No devices were found|Failed to initialize NVML.*"
+    r"|\|\s*NVIDIA-SMI \S+.*)$"
+)
+
+
 def _looks_like_capture(line: str) -> bool:
     return (
         line.strip("|").strip() == "GPU instance profiles:"
         or bool(_LGIPP_RE.match(line))
         or bool(_LIST_GPU_RE.match(line))
+        or bool(_NVSMI_OUTPUT_RE.match(line))
     )
 
 
