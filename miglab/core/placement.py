@@ -16,6 +16,7 @@ within its memory.
 
 from __future__ import annotations
 
+import bisect
 import functools
 from collections import Counter
 from dataclasses import dataclass, field
@@ -441,21 +442,23 @@ def pack(
 def _check_capacity(order, hosts, slots, vcpu_cap, mem_cap) -> None:
     """Quick, clear reasons before searching: a VM that fits on no GPU/host at all, or more
     vCPUs or reserved memory than the lab allows."""
+    # Each GPU model of the slots with the distinct (vCPUs a VM may take, memory) of its hosts,
+    # and each kind of VM (vGPU, vCPUs, memory) checked once: a large lab has few of either.
+    room_by_model: dict[GpuModel, set[tuple[int, int]]] = {}  # GpuModel: by identity
+    for host_name, idx in slots:
+        host = hosts[host_name]
+        room = (min(vcpu_cap[host_name], host.cpus), mem_cap[host_name])
+        room_by_model.setdefault(host.gpus[idx], set()).add(room)
+    fits_by_kind: dict[tuple, bool] = {}
     for vm in order:
-        fits_somewhere = False
-        for host_name, idx in slots:
-            host = hosts[host_name]
-            if vm.vcpus > vcpu_cap[host_name] or vm.vcpus > host.cpus:
-                continue
-            if vm.memory_gb > mem_cap[host_name]:
-                continue
-            model = host.gpus[idx]
-            if isinstance(vm.vgpu, MigProfile):
-                if any(p.name == vm.vgpu.name and p.id == vm.vgpu.id for p in model.profiles):
-                    fits_somewhere = True
-            elif vm.vgpu in model.time_sliced:
-                fits_somewhere = True
-        if not fits_somewhere:
+        kind = (id(vm.vgpu), vm.vcpus, vm.memory_gb)
+        if kind not in fits_by_kind:
+            fits_by_kind[kind] = any(
+                _offers(model, vm.vgpu)
+                and any(vm.vcpus <= vcpus and vm.memory_gb <= mem for vcpus, mem in rooms)
+                for model, rooms in room_by_model.items()
+            )
+        if not fits_by_kind[kind]:
             raise PackError(
                 f"VM {vm.name} ({_vgpu_name(vm.vgpu)}, {vm.vcpus} vCPUs, {vm.memory_gb} GB) "
                 "fits on no GPU/host of the lab"
@@ -470,22 +473,52 @@ def _check_capacity(order, hosts, slots, vcpu_cap, mem_cap) -> None:
         raise PackError(f"needs {need_mem} GB of reserved memory, the lab has {have_mem} GB")
 
 
+def _offers(model: GpuModel, vgpu: MigProfile | TimeSlicedType) -> bool:
+    """Whether a GPU of ``model`` can hold ``vgpu`` at all."""
+    if isinstance(vgpu, MigProfile):
+        return any(p.name == vgpu.name and p.id == vgpu.id for p in model.profiles)
+    return vgpu in model.time_sliced
+
+
 class _PackSearch:
     """The placement search: which VMs each GPU holds and each host's vCPU and memory use, a
-    greedy first fit, and an exact backtracking search over GPU choice."""
+    greedy first fit, and an exact backtracking search over GPU choice.
+
+    Both try, for each VM, the GPUs in use first (in slot order), then one fresh GPU per class
+    of alike ones: the first of each model on each host in use, and for hosts not in use yet the
+    first host of each (model, CPUs, memory). The classes are kept as lists, so that a VM costs
+    the GPUs and hosts in use, not every GPU of the lab.
+    """
 
     def __init__(self, order, hosts, slots, vcpu_cap, mem_cap, max_gpus, node_limit):
         self.order, self.hosts, self.slots = order, hosts, slots
         self.vcpu_cap, self.mem_cap = vcpu_cap, mem_cap
         self.max_gpus, self.node_limit = max_gpus, node_limit
-        self.gpu: dict[tuple[str, int], list[VmRequest]] = {}
-        self.vcpu = dict.fromkeys(hosts, 0)
-        self.mem = dict.fromkeys(hosts, 0)
+        self.position = {slot: k for k, slot in enumerate(slots)}
+        # Each host's GPUs by model name, in slot order (a host's slots are consecutive).
+        self.host_gpus: dict[str, dict[str, list[tuple[str, int]]]] = {}
+        for slot in slots:
+            model_name = hosts[slot[0]].gpus[slot[1]].name
+            self.host_gpus.setdefault(slot[0], {}).setdefault(model_name, []).append(slot)
+        # Hosts alike for a fresh GPU of a model while not in use, in slot order.
+        self.alike_hosts: dict[tuple[str, int, int], list[str]] = {}
+        for host_name, by_model in self.host_gpus.items():
+            host = hosts[host_name]
+            for model_name in by_model:
+                key = (model_name, host.cpus, host.memory_gb)
+                self.alike_hosts.setdefault(key, []).append(host_name)
+        self.clear()
         self.nodes = 0
         # States known to fail. What the remaining VMs can do depends only on which vGPUs each
         # GPU holds and on each host's vCPU and memory use, not on which of two alike VMs went
         # where: without this, an infeasible scenario on a few GPUs retries every permutation.
         self.dead: set[tuple] = set()
+
+    def clear(self) -> None:
+        self.gpu: dict[tuple[str, int], list[VmRequest]] = {}
+        self.vcpu = dict.fromkeys(self.hosts, 0)
+        self.mem = dict.fromkeys(self.hosts, 0)
+        self.gpus_in_use: dict[str, int] = {}  # hosts in use: how many of their GPUs hold VMs
 
     def gpu_accepts(self, slot, vm) -> bool:
         model = self.hosts[slot[0]].gpus[slot[1]]
@@ -506,32 +539,32 @@ class _PackSearch:
             and self.mem[host_name] + vm.memory_gb <= self.mem_cap[host_name]
         )
 
-    def candidates(self, vm):
+    def gpus_allowed_more(self) -> bool:
+        return self.max_gpus is None or len(self.gpu) < self.max_gpus
+
+    def candidates(self) -> list[tuple[str, int]]:
         """GPUs already used by the scenario first, then one fresh GPU per equivalence class
         (same model on a host in the same state: trying a second one cannot help)."""
-        yield from (s for s in self.slots if s in self.gpu)
-        if self.max_gpus is not None and len(self.gpu) >= self.max_gpus:
-            return
-        seen: set[tuple] = set()
-        for slot in self.slots:
-            if slot in self.gpu:
-                continue
-            host = self.hosts[slot[0]]
-            host_in_use = any(h == host.name for h, _ in self.gpu)
-            key = (
-                host.gpus[slot[1]].name,
-                host.name if host_in_use else None,
-                self.vcpu[host.name],
-                self.mem[host.name],
-                host.cpus,
-                host.memory_gb,
-            )
-            if key not in seen:
-                seen.add(key)
-                yield slot
+        used = sorted(self.gpu, key=self.position.__getitem__)
+        if not self.gpus_allowed_more():
+            return used
+        fresh = []
+        for host_name in self.gpus_in_use:
+            for gpus in self.host_gpus[host_name].values():
+                slot = next((s for s in gpus if s not in self.gpu), None)
+                if slot is not None:
+                    fresh.append(slot)
+        for (model_name, _, _), names in self.alike_hosts.items():
+            host_name = next((h for h in names if h not in self.gpus_in_use), None)
+            if host_name is not None:
+                fresh.append(self.host_gpus[host_name][model_name][0])
+        return used + sorted(fresh, key=self.position.__getitem__)
 
     def place(self, slot, vm) -> None:
-        self.gpu.setdefault(slot, []).append(vm)
+        if slot not in self.gpu:
+            self.gpu[slot] = []
+            self.gpus_in_use[slot[0]] = self.gpus_in_use.get(slot[0], 0) + 1
+        self.gpu[slot].append(vm)
         self.vcpu[slot[0]] += vm.vcpus
         self.mem[slot[0]] += vm.memory_gb
 
@@ -539,28 +572,86 @@ class _PackSearch:
         self.gpu[slot].remove(vm)
         if not self.gpu[slot]:
             del self.gpu[slot]
+            self.gpus_in_use[slot[0]] -= 1
+            if not self.gpus_in_use[slot[0]]:
+                del self.gpus_in_use[slot[0]]
         self.vcpu[slot[0]] -= vm.vcpus
         self.mem[slot[0]] -= vm.memory_gb
 
-    def clear(self) -> None:
-        for slot in list(self.gpu):
-            for vm in list(self.gpu[slot]):
-                self.unplace(slot, vm)
-
     def greedy(self) -> bool:
-        """First fit, biggest vGPUs first; a GPU that refused a profile refuses it again later
-        (its instances only grow), which keeps large labs fast."""
+        """First fit, biggest vGPUs first, over the candidates in the exact search's order.
+
+        Placing only adds, which keeps large labs fast: a GPU that refused a profile refuses it
+        again later (its instances only grow), so each profile keeps the positions of the GPUs
+        in use that have not refused it; and a GPU or host in use stays in use, so each host and
+        class of alike hosts keeps a pointer to its first one that may still be fresh.
+        """
         refused: set[tuple] = set()
+        used_positions: list[int] = []  # sorted
+        open_to: dict[str, list[int]] = {}  # profile -> sorted positions of GPUs not refusing it
+        fresh_pointer: dict[tuple, int] = {}  # (host, model) or an alike class -> list index
+        roomy_hosts: dict[str, None] = {}  # hosts in use that may still have a fresh GPU
+
+        def first_fresh(items: list, key: tuple, taken) -> int:
+            k = fresh_pointer.get(key, 0)
+            while k < len(items) and items[k] in taken:
+                k += 1
+            fresh_pointer[key] = k
+            return k
+
+        def fresh_gpus() -> list[tuple[str, int]]:
+            fresh = []
+            for host_name in list(roomy_hosts):
+                found = False
+                for model_name, gpus in self.host_gpus[host_name].items():
+                    k = first_fresh(gpus, (host_name, model_name), self.gpu)
+                    if k < len(gpus):
+                        fresh.append(gpus[k])
+                        found = True
+                if not found:
+                    del roomy_hosts[host_name]
+            for key, names in self.alike_hosts.items():
+                k = first_fresh(names, key, self.gpus_in_use)
+                if k < len(names):
+                    fresh.append(self.host_gpus[names[k]][key[0]][0])
+            return sorted(fresh, key=self.position.__getitem__)
+
         for vm in self.order:
-            for slot in self.candidates(vm):
-                if (slot, vm.vgpu.name) in refused or not self.host_accepts(slot[0], vm):
+            name = vm.vgpu.name
+            if name not in open_to:
+                open_to[name] = [p for p in used_positions if (self.slots[p], name) not in refused]
+            chosen = None
+            now_refusing = set()
+            for p in open_to[name]:
+                slot = self.slots[p]
+                if not self.host_accepts(slot[0], vm):
                     continue
                 if self.gpu_accepts(slot, vm):
-                    self.place(slot, vm)
+                    chosen = slot
                     break
-                refused.add((slot, vm.vgpu.name))
-            else:
+                refused.add((slot, name))
+                now_refusing.add(p)
+            if now_refusing:
+                open_to[name] = [p for p in open_to[name] if p not in now_refusing]
+            if chosen is None and self.gpus_allowed_more():
+                for slot in fresh_gpus():
+                    if (slot, name) in refused or not self.host_accepts(slot[0], vm):
+                        continue
+                    if self.gpu_accepts(slot, vm):
+                        chosen = slot
+                        break
+                    refused.add((slot, name))
+                if chosen is not None:
+                    # A fresh GPU now in use: open to every profile it has not refused.
+                    p = self.position[chosen]
+                    bisect.insort(used_positions, p)
+                    for profile, positions in open_to.items():
+                        if (chosen, profile) not in refused:
+                            bisect.insort(positions, p)
+                    roomy_hosts[chosen[0]] = None
+            if chosen is None:
                 return False
+            self.place(chosen, vm)
         return True
 
     def _state_key(self, k: int) -> tuple:
@@ -570,7 +661,14 @@ class _PackSearch:
                 for slot, vms in self.gpu.items()
             )
         )
-        return (k, gpus_key, tuple(sorted(self.vcpu.items())), tuple(sorted(self.mem.items())))
+        # Hosts not in use (which gpus_key tells) have no vCPUs or memory taken.
+        in_use = sorted(self.gpus_in_use)
+        return (
+            k,
+            gpus_key,
+            tuple((h, self.vcpu[h]) for h in in_use),
+            tuple((h, self.mem[h]) for h in in_use),
+        )
 
     def exact(self, k: int) -> bool:
         if k == len(self.order):
@@ -582,7 +680,7 @@ class _PackSearch:
         if self.nodes > self.node_limit:
             raise PackError(f"placement search gave up after {self.node_limit} steps")
         vm = self.order[k]
-        for slot in list(self.candidates(vm)):
+        for slot in self.candidates():
             if self.host_accepts(slot[0], vm) and self.gpu_accepts(slot, vm):
                 self.place(slot, vm)
                 if self.exact(k + 1):
@@ -653,7 +751,10 @@ def _vgpu_name(v: MigProfile | TimeSlicedType) -> str:
 
 def _explain_pack_failure(order, lab, slots, vcpu_cap, mem_cap, max_gpus) -> str:
     mig = [vm.vgpu for vm in order if isinstance(vm.vgpu, MigProfile)]
-    models = {lab.host(h).gpus[i] for h, i in slots}
+    first_host: dict[str, Host] = {}  # as lab.host() finds it, without a scan per GPU
+    for h in lab.hosts:
+        first_host.setdefault(h.name, h)
+    models = {first_host[h].gpus[i] for h, i in slots}
     if max_gpus == 1 and len(models) == 1 and mig and len(mig) == len(order):
         model = next(iter(models))
         return f"cannot share one {model.name}: " + explain_no_fit(model, mig)
