@@ -128,6 +128,7 @@ def print_plan(plan: CampaignPlan, out: Console) -> None:
         f"+ {c.schedule.run_setup_s} s setup, + {c.schedule.scenario_setup_s} s to "
         f"build its VMs = {fmt_duration(first.duration_s)}"
     )
+    _print_assignment(plan.as_json().get("vgpu_assignment") or {}, out)
     mode = "parallel" if sch.parallel else "serial (schedule.parallel: false)"
     out.print(
         Text(
@@ -136,3 +137,20 @@ def print_plan(plan: CampaignPlan, out: Console) -> None:
             style="bold",
         )
     )
+
+
+def _print_assignment(assignment: dict, out: Console) -> None:
+    """Per host: the GPU assignment policy the hosts phase sets, and the waves that land as
+    planned only with pinned vGPUs."""
+    unpinned, pinned = assignment.get("unpinned", {}), assignment.get("pinned", {})
+    for host, a in unpinned.items():
+        line = f"vGPU placement, host {host}: assignment policy {a['policy']}"
+        if a["unserved_waves"]:
+            line += (
+                f"; wave(s) {', '.join(map(str, a['unserved_waves']))} land as planned only "
+                "with pinned vGPUs "
+                "(miglab_vgpu_gpu_pin: true)"
+            )
+        out.print(line, markup=False)
+        for problem in pinned.get(host, {}).get("problems", []):
+            out.print(f"  even pinned: {problem}", markup=False)

@@ -249,6 +249,25 @@ def fit(
     return _fit_cached(gpu, names, tuple(fixed))
 
 
+def first_fit_layout(gpu: GpuModel, profiles: list[MigProfile]) -> GpuLayout | None:
+    """The layout NVIDIA's vGPU manager makes when VMs with these profiles power on one by one,
+    largest profile first: it creates each GPU instance itself at the first free start its
+    profile allows (real-lab notes, row V2). None when that order leaves one out."""
+    if count_problems(gpu, profiles):
+        return None
+    mask, out = 0, []
+    for p in sorted(profiles, key=lambda p: (-p.placement_size, -p.slices, p.name)):
+        for start in p.placements:
+            m = ((1 << p.placement_size) - 1) << start
+            if start + p.placement_size <= gpu.memory_slices and not mask & m:
+                mask |= m
+                out.append(Instance(p, start))
+                break
+        else:
+            return None
+    return GpuLayout(gpu, tuple(sorted(out, key=lambda i: (i.start, i.profile.name))))
+
+
 @functools.lru_cache(maxsize=256)
 def _profile_names(gpu: GpuModel) -> dict[str, MigProfile]:
     return {p.name: p for p in gpu.profiles}
@@ -691,8 +710,9 @@ class _PackSearch:
 
 
 def _packing(search: _PackSearch, hosts, slots) -> Packing:
-    """The result of a finished search: each GPU's MIG layout (starts handed to VMs of a
-    profile in VM-name order) or time-sliced type, and each VM's placement."""
+    """The result of a finished search: each GPU's MIG layout (the one first fit gives when its
+    VMs power on largest first, where it exists; starts handed to VMs of a profile in VM-name
+    order) or time-sliced type, and each VM's placement."""
     placements: list[VmPlacement] = []
     gpus: list[GpuUse] = []
     for slot in slots:
@@ -702,7 +722,10 @@ def _packing(search: _PackSearch, hosts, slots) -> Packing:
         members = search.gpu[slot]
         use = GpuUse(slot[0], slot[1], model, vms=list(members))
         if isinstance(members[0].vgpu, MigProfile):
-            layout = fit(model, [v.vgpu for v in members])
+            # The layout powering on largest first gives, where it exists: the vGPU manager,
+            # not miglab, picks each instance's start (row V2); else the best one.
+            profiles = [v.vgpu for v in members]
+            layout = first_fit_layout(model, profiles) or fit(model, profiles)
             assert layout is not None  # accepted by the search
             use.mig = layout
             starts: dict[str, list[int]] = {}

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from miglab.core.campaign import Campaign
+from miglab.core.catalog import Catalog
 from miglab.core.placement import Lab
+from miglab.core.power_on import host_policies
 from miglab.core.schedule import Schedule, plan_schedule
 
 
@@ -62,7 +64,7 @@ class CampaignPlan:
                         },
                     }
                 )
-        return {
+        out = {
             "campaign": c.name,
             "file": c.file,
             "gpu": c.gpu.name,
@@ -98,12 +100,20 @@ class CampaignPlan:
                 "lower_bound_s": sch.lower_bound_s,
             },
         }
+        # Which assignment policy makes vSphere put every vGPU where the plan says, per host,
+        # and the waves that need pinned vGPUs without it (miglab.core.power_on).
+        models = Catalog({id(g): g for h in lab.hosts for g in h.gpus}.values())
+        out["vgpu_assignment"] = {
+            "unpinned": host_policies(out, models),
+            "pinned": host_policies(out, models, pin=True),
+        }
+        return out
 
 
 def vm_spec(plan_vm: dict) -> dict:
     """A planned VM (``CampaignPlan.as_json()['scenarios'][i]['vms'][j]``) as the VM spec of the
     vSphere layer (module ``miglab.lab.vgpu_vm``'s ``vms`` items): name, host, vCPUs, memory,
-    MMIO size and its one vGPU."""
+    MMIO size, its one vGPU and the planned GPU and MIG start slot."""
     missing = [k for k in ("name", "host", "vgpu_type", "vcpus", "memory_gb") if k not in plan_vm]
     if missing:
         raise ValueError(f"planned VM {plan_vm.get('name', '?')}: no {', '.join(missing)}")
@@ -116,6 +126,12 @@ def vm_spec(plan_vm: dict) -> dict:
     }
     if plan_vm.get("mmio_gb"):
         spec["mmio_gb"] = int(plan_vm["mmio_gb"])
+    # Where the plan put its vGPU: vSphere picks the GPU at power-on, the module reports and
+    # checks where it landed (and pins it with gpu_pin).
+    if plan_vm.get("gpu") is not None:
+        spec["gpu"] = int(plan_vm["gpu"])
+    if plan_vm.get("start_slice") is not None:
+        spec["mig_slot"] = int(plan_vm["start_slice"])
     return spec
 
 

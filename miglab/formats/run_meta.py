@@ -38,6 +38,7 @@ RUN_META_FIELDS = {
     "profile": str,
     "vgpu_type": str,
     "run": int,
+    "placement": dict,
     "started_at": str,
     "finished_at": str,
     "notes": str,
@@ -61,6 +62,9 @@ class RunMeta:
     profile: str | None = None
     vgpu_type: str | None = None
     run: int | None = None
+    # where the vGPU ran and where the plan put it: {"gpu": PCI id, "mig_slot": start or None,
+    # "planned": {"gpu", "mig_slot"}, "pinned": bool}
+    placement: dict | None = None
     started_at: datetime | None = None  # timezone-aware
     finished_at: datetime | None = None
     notes: str | None = None
@@ -74,7 +78,8 @@ class RunMeta:
             "weights": self.weights,
             "inputs": self.inputs,
         }
-        for k in ("benchmark", "scenario", "vm", "profile", "vgpu_type", "run", "notes"):
+        keys = ("benchmark", "scenario", "vm", "profile", "vgpu_type", "run", "placement", "notes")
+        for k in keys:
             if getattr(self, k) is not None:
                 out[k] = getattr(self, k)
         for k in ("started_at", "finished_at"):
@@ -142,6 +147,24 @@ def _depth(value) -> int:
     return depth
 
 
+def _check_placement(value: dict, p: Problems) -> None:
+    """``placement``: ``gpu`` a string or null, ``mig_slot`` an integer or null, the same two in
+    ``planned``; ``pinned`` a boolean."""
+    for where, part in (("placement", value), ("placement.planned", value.get("planned"))):
+        if part is None and where != "placement":
+            continue
+        if not isinstance(part, dict):
+            p.add(where, "must be an object")
+            continue
+        gpu, slot = part.get("gpu"), part.get("mig_slot")
+        if gpu is not None and not isinstance(gpu, str):
+            p.add(f"{where}.gpu", f"must be a PCI id string, got {type(gpu).__name__}")
+        if slot is not None and (isinstance(slot, bool) or not isinstance(slot, int)):
+            p.add(f"{where}.mig_slot", f"must be an integer, got {type(slot).__name__}")
+    if "pinned" in value and not isinstance(value["pinned"], bool):
+        p.add("placement.pinned", "must be true or false")
+
+
 def _load_run_meta_file(f: Path) -> dict:
     p = Problems(str(f))
     if f.is_symlink():
@@ -183,6 +206,8 @@ def _load_run_meta_file(f: Path) -> dict:
         p.add("weights", f"must be one of {', '.join(WEIGHTS)}, got {data['weights']!r}")
     if isinstance(data.get("inputs"), str) and data["inputs"] not in INPUTS:
         p.add("inputs", f"must be one of {', '.join(INPUTS)}, got {data['inputs']!r}")
+    if isinstance(data.get("placement"), dict):
+        _check_placement(data["placement"], p)
     for k in ("started_at", "finished_at"):
         if isinstance(data.get(k), str) and _parse_iso(data[k]) is None:
             p.add(k, f"must be an ISO 8601 time with a time zone, got {data[k]!r}")

@@ -335,6 +335,8 @@ def start_hosts(inventory: Path, env: dict[str, str]) -> dict:
         "path": f"/vmfs/volumes/datastore1/{Path(path).name}",
     }
     key_pub = env["MIGLAB_ESXI_STANDIN_KEY"] + ".pub"
+    vgpus = SIM_DIR / "vgpus"  # the simulator writes each host's running vGPUs there (daemon.py)
+    vgpus.mkdir(parents=True, exist_ok=True)
     for host in lab.hosts:
         name = host.name
         if _run(["podman", "container", "exists", name], check=False).returncode == 0:
@@ -352,6 +354,8 @@ def start_hosts(inventory: Path, env: dict[str, str]) -> dict:
                 f"{LABEL}=esxi",
                 "-v",
                 f"{key_pub}:/root/.ssh/authorized_keys:ro",
+                "-v",
+                f"{vgpus}:/var/lib/esxi-standin/vcenter:ro",
                 "--ulimit",
                 "nofile=20000:20000",
                 "--ulimit",

@@ -95,8 +95,9 @@ def lab_json(
     """The simulator's lab file for a miglab ``Lab`` (``miglab.adapters.inventory.load_lab``).
 
     Each host gets its CPUs and memory, one NVIDIA PCI device per GPU (the catalog's first PCI
-    device id and product name, framebuffer ``memory_gib`` x 1024 MiB, MIG compute slices) and as
-    vGPU types the MIG-backed and time-sliced types of its GPU models. ``catalog``
+    device id and product name, framebuffer ``memory_gib`` x 1024 MiB, MIG compute and memory
+    slices), as vGPU types the MIG-backed and time-sliced types of its GPU models, and each
+    MIG-backed type's placement rules (the simulator's first-fit start slots). ``catalog``
     (``miglab.core.catalog.load_catalog()``), when given, resolves each GPU model again by name, so
     a
     catalog with newer data wins; models it does not know are used as the lab holds them.
@@ -107,7 +108,7 @@ def lab_json(
     extra = host_extra or {}
     hosts = []
     for host in lab.hosts:
-        gpus, vgpu_types = [], []
+        gpus, vgpu_types, placements = [], [], {}
         for i, model in enumerate(host.gpus):
             if catalog is not None:
                 with contextlib.suppress(LookupError):
@@ -120,15 +121,25 @@ def lab_json(
             }
             if model.compute_slices:
                 gpu["mig_compute_slices"] = model.compute_slices
+            if model.memory_slices:
+                gpu["mig_memory_slices"] = model.memory_slices
             gpus.append(gpu)
             types = [*model.mig_backed.values(), *(t.name for t in model.time_sliced)]
             vgpu_types += [t for t in types if t not in vgpu_types]
+            for profile in model.profiles:
+                vgpu_type = model.mig_backed.get(profile.name)
+                if vgpu_type:
+                    placements[vgpu_type] = {
+                        "starts": list(profile.placements),
+                        "size": profile.placement_size,
+                    }
         entry = {
             "name": host.name,
             "cpus": host.cpus,
             "memory_gb": host.memory_gb,
             "gpus": gpus,
             "vgpu_types": vgpu_types,
+            "mig_placements": placements,
             "graphics_type": graphics_type,
             "assignment_policy": assignment_policy,
         }

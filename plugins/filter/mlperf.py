@@ -55,6 +55,7 @@ RUN_OPTIONS = {
     "lab_scenario": "--lab-scenario",
     "profile": "--profile",
     "vgpu_type": "--vgpu-type",
+    "placement": "--placement",
     "notes": "--notes",
     "simulated": "--simulated-lab",
     "overwrite": "--overwrite",

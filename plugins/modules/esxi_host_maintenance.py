@@ -31,9 +31,20 @@ options:
     type: int
     default: 1200
   evacuate_powered_off_vms:
-    description: Also move powered-off VMs away when entering maintenance mode (DRS).
+    description:
+      - The API's C(evacuatePoweredOffVms) when entering maintenance mode, for DRS clusters only.
+        Without DRS vCenter's task does not succeed while powered-off VMs are registered on the
+        host, so miglab refuses V(true) there (as community.vmware, it defaults to V(false)).
     type: bool
-    default: true
+    default: false
+  power_off_vms:
+    description:
+      - VMs (names) that may be powered off before entering maintenance mode (the campaign's
+        own). Other powered-on VMs on a host without DRS are named in an error before the task
+        starts (vCenter's own task would wait for its timeout and fail with a bare timeout).
+    type: list
+    elements: str
+    default: []
   force:
     description: Reboot even when the host is not in maintenance mode.
     type: bool
@@ -58,6 +69,11 @@ in_maintenance_mode:
   description: Whether the host is in maintenance mode at the end.
   returned: always
   type: bool
+powered_off:
+  description: The VMs of O(power_off_vms) that were powered off to enter maintenance mode.
+  returned: always
+  type: list
+  elements: str
 reboot_seconds:
   description: How long the reboot took until vCenter saw the host connected again.
   returned: when state is rebooted and not in check mode
@@ -83,7 +99,8 @@ def main() -> None:
                 "choices": ["maintenance", "normal", "rebooted"],
             },
             "timeout": {"type": "int", "default": 1200},
-            "evacuate_powered_off_vms": {"type": "bool", "default": True},
+            "evacuate_powered_off_vms": {"type": "bool", "default": False},
+            "power_off_vms": {"type": "list", "elements": "str", "default": []},
             "force": {"type": "bool", "default": False},
         }
     )
@@ -93,7 +110,7 @@ def main() -> None:
     from miglab.adapters.vsphere.hosts import ensure_maintenance, find_hosts, reboot_and_wait
 
     p = module.params
-    out = {"changed": False}
+    out = {"changed": False, "powered_off": []}
     with vsphere_session(module) as si:
         host = find_hosts(si, [p["esxi_hostname"]])[p["esxi_hostname"]]
         if p["state"] in ("maintenance", "normal"):
@@ -103,6 +120,8 @@ def main() -> None:
                 module.check_mode,
                 p["timeout"],
                 p["evacuate_powered_off_vms"],
+                p["power_off_vms"],
+                out["powered_off"],
             )
         else:
             if not p["force"] and not host.runtime.inMaintenanceMode:

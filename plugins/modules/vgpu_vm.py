@@ -84,6 +84,39 @@ options:
     description: Power state to converge to; V(unchanged) leaves it as it is.
     type: str
     choices: [poweredon, poweredoff, unchanged]
+  gpu:
+    description:
+      - The planned physical GPU of the VM's vGPU, as an index among the host's NVIDIA GPUs in PCI
+        order (the plan's and nvidia-smi's numbering). vSphere, not the VM, picks the GPU at
+        power-on (by the host's assignment policy); with O(gpu) set the result says where the
+        vGPU landed (RV(vms[].placement)), and O(verify_placement) fails on a difference.
+    type: int
+  mig_slot:
+    description:
+      - The planned MIG start slot, reported back in RV(vms[].placement.planned); the slot in
+        use is read on the ESXi host (C(nvidia-smi vgpu -q), C(nvidia-smi mig -lgi)), not here.
+    type: int
+  gpu_pin:
+    description:
+      - Pin the vGPU to the planned O(gpu) with the VM setting C(pciPassthru0.cfg.gpu-pci-id).
+        The setting is reported by operators, not documented by VMware or NVIDIA; miglab checks
+        the placement either way. V(false) (the default) removes a pin set earlier.
+    type: bool
+  power_on_order:
+    description:
+      - V(parallel) runs the VMs' tasks concurrently. V(sequential) converges the VMs of each
+        host one after the other in the order given (hosts in parallel), because vSphere places
+        each vGPU at power-on by what the GPUs already hold and the order decides the layout. A
+        VM that fails stops the ones after it on its host.
+    type: str
+    choices: [parallel, sequential]
+    default: parallel
+  verify_placement:
+    description:
+      - Fail when a powered-on VM with O(gpu) runs on another GPU than the planned one (the
+        message names the VM, the planned and the actual GPU).
+    type: bool
+    default: false
   allow_power_off:
     description:
       - Power a running VM off when a change needs it (vGPU, vCPU, memory, firmware, host),
@@ -156,6 +189,12 @@ vms:
     msg:
       description: The VM's error, if any.
       type: str
+    placement:
+      description:
+        - For VMs with O(gpu); null otherwise. C(gpu) is the PCI id of the GPU vCenter reports
+          the vGPU on (C(HostGraphicsInfo.vm)), null when it is not powered on; C(planned) has
+          C(gpu) (PCI id), C(gpu_index) and C(mig_slot); C(pinned) says whether it was pinned.
+      type: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
@@ -182,6 +221,9 @@ VM_KEYS = {
     "disk_gb": {"type": "int"},
     "template": {"type": "str"},
     "power_state": {"type": "str", "choices": ["poweredon", "poweredoff", "unchanged"]},
+    "gpu": {"type": "int"},
+    "mig_slot": {"type": "int"},
+    "gpu_pin": {"type": "bool"},
 }
 DEFAULTS = {
     "state": "present",
@@ -193,6 +235,7 @@ DEFAULTS = {
     "advanced_settings": {},
     "disk_gb": 64,
     "power_state": "unchanged",
+    "gpu_pin": False,
 }
 
 
@@ -237,6 +280,9 @@ def _desired(module) -> list:
                 disk_gb=merged["disk_gb"],
                 template=merged["template"],
                 power_state=merged["power_state"],
+                gpu=merged["gpu"],
+                mig_slot=merged["mig_slot"],
+                gpu_pin=bool(merged["gpu_pin"]),
             )
         )
     return out
@@ -252,6 +298,12 @@ def main() -> None:
             "allow_power_off": {"type": "bool", "default": False},
             "concurrency": {"type": "int", "default": 8},
             "timeout": {"type": "int", "default": 900},
+            "power_on_order": {
+                "type": "str",
+                "choices": ["parallel", "sequential"],
+                "default": "parallel",
+            },
+            "verify_placement": {"type": "bool", "default": False},
         }
     )
     module = AnsibleModule(
@@ -268,6 +320,7 @@ def main() -> None:
             module.params["concurrency"],
             module.params["allow_power_off"],
             module.params["timeout"],
+            sequential=module.params["power_on_order"] == "sequential",
         )
         results = conv.converge(wanted, check_mode=module.check_mode)
     for r in results:
@@ -291,6 +344,18 @@ def main() -> None:
             if r.changed
         ]
     failed = [r for r in results if r.error]
+    if module.params["verify_placement"] and not module.check_mode:
+        for r in results:
+            p = r.placement
+            if r.error or not p or p["planned"]["gpu"] is None:
+                continue
+            if p["gpu"] != p["planned"]["gpu"]:
+                r.error = (
+                    f"{r.name}: planned on GPU {p['planned']['gpu_index']} "
+                    f"({p['planned']['gpu']}), vCenter runs its vGPU on "
+                    f"{p['gpu'] or 'no GPU'}"
+                )
+                failed.append(r)
     if failed:
         module.fail_json(msg="; ".join(r.error for r in failed), **out)
     module.exit_json(**out)

@@ -31,7 +31,7 @@ def host(tmp_path):
     def run(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run(
             [sys.executable, str(STANDIN / "esxi_standin.py"), *args],
-            env=env,
+            env={**env, **run.env},
             capture_output=True,
             text=True,
             timeout=30,
@@ -39,6 +39,7 @@ def host(tmp_path):
         )
 
     run.tmp = tmp_path
+    run.env = {}  # more environment for later calls
     return run
 
 
@@ -206,3 +207,57 @@ def test_bundles_are_reproducible(tmp_path):
     assert Path(a[0]).name == Path(b[0]).name
     assert Path(a[0]).name.startswith("NVD-AIE-702_535.154.02-1OEM.702.0.0.17630552_")
     assert a[1] == b[1] and a[1].startswith("sha256:")
+
+
+def test_the_vgpu_managers_view_of_the_vgpus_vcenter_runs(host):
+    """Real-lab notes V2: the vGPU manager, not vCenter, knows each vGPU's GPU instance and start
+    slot (`nvidia-smi vgpu -q`, `nvidia-smi mig -lgi`); the stand-in shows what the simulated
+    vCenter placed (its vgpu_state_dir file), in NVIDIA's layouts, which miglab reads back."""
+    import json
+    import socket
+
+    from miglab.formats.nvsmi_vgpu import vgpu_slots
+
+    path, _ = bundle(host.tmp)
+    host("esxi-standin", "init", "gpus=A100-PCIE-80GB:2", "mig=0,1")
+    host("esxi-standin", "preinstall", "--loaded", path)
+    vcenter = host.tmp / "vcenter"
+    vcenter.mkdir()
+    host.env = {"ESXI_STANDIN_VCENTER_DIR": str(vcenter)}
+    empty = host("nvidia-smi", "mig", "-lgi")
+    assert empty.returncode == 6 and "No GPU instances found" in empty.stdout
+    vgpu = {"vm_uuid": "", "vgpu_type": "grid_a100d-4-40c", "gpu_instance_id": 1,
+            "placement_start": 0, "placement_size": 4}  # fmt: skip
+    state = {
+        "host": socket.gethostname(),
+        "gpus": [
+            {
+                "pci_id": "0000:3b:00.0",
+                "vgpus": [
+                    {**vgpu, "vm": "s6-vm1"},
+                    {
+                        **vgpu,
+                        "vm": "s6-vm2",
+                        "vgpu_type": "grid_a100d-2-20c",
+                        "gpu_instance_id": 2,
+                        "placement_start": 4,
+                        "placement_size": 2,
+                    },
+                ],
+            },  # fmt: skip
+            {"pci_id": "0000:5e:00.0", "vgpus": []},
+        ],
+    }
+    (vcenter / f"{socket.gethostname()}.json").write_text(json.dumps(state))
+    q, lgi = host("nvidia-smi", "vgpu", "-q"), host("nvidia-smi", "mig", "-lgi")
+    assert q.returncode == 0 and lgi.returncode == 0, q.stdout + lgi.stdout
+    assert "VM Name                       : s6-vm2" in q.stdout
+    assert "vGPU Name                     : GRID A100D-2-20C" in q.stdout
+    assert "GPU 00000000:5E:00.0\n    Active vGPUs                      : 0" in q.stdout
+    assert "|   0  MIG 2g.20gb         14        2          4:2     |" in lgi.stdout
+    assert {len(line) for line in lgi.stdout.splitlines()} == {57}
+    index = host("nvidia-smi", "--query-gpu=index,pci.bus_id", "--format=csv,noheader").stdout
+    assert vgpu_slots(q.stdout, lgi.stdout, index) == {
+        "s6-vm1": {"gpu": "00000000:3B:00.0", "mig_slot": 0, "vgpu": "GRID A100D-4-40C"},
+        "s6-vm2": {"gpu": "00000000:3B:00.0", "mig_slot": 4, "vgpu": "GRID A100D-2-20C"},
+    }

@@ -61,7 +61,11 @@ def test_vm_spec_from_the_plan(seed_plan):
         "memory_gb": 64,
         "vgpus": ["grid_a100d-4-40c"],
         "mmio_gb": 64,
+        "gpu": 1,
+        "mig_slot": 0,
     }
+    # the layout first fit gives when they power on largest first (real-lab notes V2)
+    assert [(s["gpu"], s["mig_slot"]) for s in specs] == [(1, 0), (1, 4), (1, 6)]
     assert [s["vgpus"] for s in specs] == [
         ["grid_a100d-4-40c"],
         ["grid_a100d-2-20c"],

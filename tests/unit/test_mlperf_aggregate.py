@@ -413,3 +413,47 @@ def test_plan_json_names_vm_profiles(seed_tree):
     with pytest.raises(ValidationError) as exc:
         normalize_plan({"s6": {"4g.40gb": "one"}})
     assert str(exc.value) == "plan: s6.vgpus: must map vGPU profiles to positive counts"
+
+
+# --- placement (real-lab notes V1-V2: the layout that ran, not only the planned one) ------------
+def _placement(root: Path, scen: str, vm: str, n: int, gpu: str, slot: int, planned_slot: int):
+    meta = {
+        "placement": {
+            "gpu": gpu,
+            "mig_slot": slot,
+            "planned": {"gpu": "0000:5e:00.0", "mig_slot": planned_slot},
+            "pinned": True,
+        }
+    }
+    (run_dir(root, scen, vm, n) / "miglab_run.json").write_text(json.dumps(meta))
+
+
+def test_a_run_off_its_planned_gpu_or_slot_is_not_counted(seed_tree, tmp_path):
+    from miglab.mlperf.results.report import write_report
+
+    for n in (1, 2, 3):
+        _placement(seed_tree, "s6", "vm1", n, "0000:5e:00.0", 0, 0)
+    _placement(seed_tree, "s6", "vm2", 2, "0000:86:00.0", 4, 4)
+    _placement(seed_tree, "s6", "vm3", 3, "0000:5e:00.0", 0, 6)
+    agg = aggregate_results(seed_tree.parent, baseline="s1")
+    g = next(x for x in agg.groups if x.scenario == "s6")
+    runs = {r.run: r for r in g.runs}
+    assert runs[1].included
+    assert not runs[2].included and runs[2].reasons == [
+        "vm2: ran on GPU 0000:86:00.0, planned on 0000:5e:00.0"
+    ]
+    assert runs[3].reasons == ["vm3: ran at MIG slot 0, planned at slot 6"]
+    md = Path(write_report(agg, tmp_path / "out")["report.md"]).read_text()
+    assert "### Placement" in md
+    assert "| s6 | vm1 |" in md and "0000:5e:00.0 (pinned) | 0 | 0000:5e:00.0 slot 0 | yes |" in md
+    assert "| s1 | vm1 | - | - | - | - | not recorded |" in md
+
+
+def test_a_malformed_placement_is_a_problem_of_its_run(seed_tree):
+    f = run_dir(seed_tree, "s6", "vm1", 1) / "miglab_run.json"
+    f.write_text(json.dumps({"placement": {"gpu": 3, "mig_slot": "0", "planned": []}}))
+    agg = aggregate_results(seed_tree.parent, baseline="s1")
+    g = next(x for x in agg.groups if x.scenario == "s6")
+    reason = " ".join(next(r for r in g.runs if r.run == 1).reasons)
+    assert "placement.gpu" in reason and "placement.mig_slot" in reason
+    assert "placement.planned: must be an object" in reason

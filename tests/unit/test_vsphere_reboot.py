@@ -61,3 +61,27 @@ def test_a_host_without_a_boot_time_before_counts_the_first_one_it_gets():
 def test_a_host_that_never_reboots_is_not_taken_for_one_that_is_back():
     with pytest.raises(VsphereError, match="accepted the reboot but never went down within 0 s"):
         hosts.reboot_and_wait(FakeHost(reboots=False), timeout_s=60, down_timeout_s=0)
+
+
+def test_task_faults_show_the_details_real_vcenters_put_in_fault_message():
+    """Real-lab notes V14: a power-on fault's msg is often generic; the useful text is in
+    faultMessage[] (and the cause chain)."""
+    from pyVmomi import vim, vmodl
+
+    from miglab.adapters.vsphere.tasks import fault_text
+
+    cause = vim.fault.InsufficientResourcesFault(msg="No host is compatible with the vGPU")
+    fault = vim.fault.GenericVmConfigFault(
+        msg="Module 'DevicePowerOn' power on failed.",
+        faultMessage=[
+            vmodl.LocalizableMessage(
+                key="msg.vgpu.noresources", message="Could not initialize plugin for vGPU."
+            )
+        ],
+        faultCause=cause,
+    )
+    assert fault_text(fault) == (
+        "Module 'DevicePowerOn' power on failed.; Could not initialize plugin for vGPU.; "
+        "No host is compatible with the vGPU"
+    )
+    assert fault_text(vim.fault.InvalidState()) == "a fault without a message"

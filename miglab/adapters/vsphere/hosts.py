@@ -83,11 +83,54 @@ def ensure_graphics(
 
 
 # --- maintenance mode and reboot ------------------------------------------------------------------
+def _drs_enabled(host) -> bool:
+    cluster = host.parent
+    cfg = getattr(getattr(cluster, "configurationEx", None), "drsConfig", None)
+    return bool(getattr(cfg, "enabled", False))
+
+
 def ensure_maintenance(
-    host, enabled: bool, check_mode: bool, timeout_s: int = 900, evacuate: bool = True
+    host,
+    enabled: bool,
+    check_mode: bool,
+    timeout_s: int = 900,
+    evacuate: bool = False,
+    power_off_vms: tuple[str, ...] | list[str] = (),
+    powered_off: list[str] | None = None,
 ) -> bool:
+    """Enter or leave maintenance mode. Entering: the host's powered-on VMs named in
+    ``power_off_vms`` (the campaign's own) are powered off first (their names appended to
+    ``powered_off``); other powered-on VMs are named in an error before the task starts, unless
+    DRS can move them: without DRS the real task waits for its timeout and fails with a bare
+    timeout fault naming no VM (real-lab notes V4). ``evacuate`` is the API's
+    ``evacuatePoweredOffVms``: true only with DRS (a task with it does not succeed unless
+    powered-off VMs are re-registered elsewhere)."""
     if bool(host.runtime.inMaintenanceMode) == enabled:
         return False
+    if enabled:
+        on = [vm for vm in host.vm or [] if str(vm.runtime.powerState) == "poweredOn"]
+        ours = [vm for vm in on if vm.name in set(power_off_vms)]
+        others = sorted(vm.name for vm in on if vm not in ours)
+        drs = _drs_enabled(host)
+        if others and not drs:
+            raise VsphereError(
+                f"{host.name}: powered-on VMs {', '.join(others)} keep it from entering "
+                "maintenance mode (no DRS to move them: vCenter's task would wait "
+                f"{timeout_s} s and fail with a bare timeout); power them off or migrate them, "
+                "then run again"
+            )
+        if evacuate and not drs:
+            raise VsphereError(
+                f"{host.name}: evacuate_powered_off_vms needs DRS (without it vCenter's task "
+                "does not succeed while powered-off VMs are registered on the host); leave it "
+                "false"
+            )
+        if check_mode:
+            return True
+        for vm in ours:
+            wait(vm.PowerOffVM_Task(), timeout_s, f"power off {vm.name}")
+            if powered_off is not None:
+                powered_off.append(vm.name)
     if check_mode:
         return True
     if enabled:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from miglab.adapters.vsphere import props
 from miglab.adapters.vsphere.connection import VsphereError
-from miglab.adapters.vsphere.tasks import wait
+from miglab.adapters.vsphere.tasks import fault_text, wait
 from miglab.adapters.vsphere.vmspec import (
     VmDesired,
     changes,
@@ -18,6 +18,7 @@ from miglab.adapters.vsphere.vmspec import (
     required_mmio_gb,
     vgpu_problems,
 )
+from miglab.core.power_on import normalize_pci_id
 
 VM_PROPS = [
     "name",
@@ -45,9 +46,11 @@ class VmResult:
     error: str | None = None
     warnings: list[str] = field(default_factory=list)
     done: list[str] = field(default_factory=list)  # actions that completed
+    placement: dict | None = None  # where its vGPU runs and where the plan put it
 
     def as_dict(self) -> dict:
         return {
+            "placement": self.placement,
             "name": self.name,
             "changed": self.changed,
             "actions": self.actions,
@@ -56,6 +59,17 @@ class VmResult:
             "msg": self.error or "",
             "warnings": self.warnings,
         }
+
+
+def nvidia_gpus(graphics_info) -> list[str]:
+    """The host's NVIDIA GPUs (``HostGraphicsInfo``) as PCI ids in PCI order: index i is the
+    plan's GPU i (and nvidia-smi's, which numbers GPUs in PCI order)."""
+    ids = {
+        normalize_pci_id(g.pciId)
+        for g in graphics_info or []
+        if "nvidia" in str(getattr(g, "vendorName", "") or "").lower()
+    }
+    return sorted(ids)
 
 
 def _power_state(value) -> str:
@@ -113,6 +127,7 @@ class VmConverger:
         concurrency: int = 8,
         allow_power_off: bool = False,
         timeout_s: float = 900,
+        sequential: bool = False,
     ):
         from pyVmomi import vim
 
@@ -121,6 +136,8 @@ class VmConverger:
         self.concurrency = max(1, concurrency)
         self.allow_power_off = allow_power_off
         self.timeout_s = timeout_s
+        self.sequential = sequential
+        self._folders: dict = {}
         content = si.RetrieveContent()
         dcs = [e for e in content.rootFolder.childEntity if isinstance(e, vim.Datacenter)]
         if datacenter:
@@ -131,7 +148,10 @@ class VmConverger:
             raise VsphereError("no datacenter in this vCenter")
         self.dc = dcs[0]
         hosts = props.collect(
-            si, vim.HostSystem, ["name", "config.sharedGpuCapabilities", "parent"], self.dc
+            si,
+            vim.HostSystem,
+            ["name", "config.sharedGpuCapabilities", "parent", "config.graphicsInfo"],
+            self.dc,
         )
         self.hosts = {p["name"]: (obj, p) for obj, p in hosts}
         self.host_names = {obj._moId: p["name"] for obj, p in hosts}
@@ -168,6 +188,15 @@ class VmConverger:
                 c.vgpu for c in self.hosts[host][1].get("config.sharedGpuCapabilities") or []
             }
             problems.extend(f"{d.name}: {p}" for p in vgpu_problems(d.vgpus, offered))
+            if d.gpu is not None and (d.power_state == "poweredon" or d.gpu_pin):
+                gpus = nvidia_gpus(self.hosts[host][1].get("config.graphicsInfo"))
+                if not 0 <= d.gpu < len(gpus):
+                    problems.append(
+                        f"{d.name}: planned GPU {d.gpu}, but host {host} has "
+                        f"{len(gpus)} NVIDIA GPU(s) in vCenter (config.graphicsInfo)"
+                    )
+                else:
+                    d.gpu_pci_id = gpus[d.gpu]
             if not exists:
                 if not d.datastore:
                     problems.append(f"{d.name}: datastore is required to create the VM")
@@ -250,17 +279,61 @@ class VmConverger:
         if check_mode:
             return results
         todo = [(d, r) for d, r in zip(wanted, results, strict=True) if r.changed and not r.error]
+        # Folders once, before the workers: two threads creating one folder race (DuplicateName).
+        for d, _ in todo:
+            if d.state == "present" and d.name not in self.vms:
+                self._folder(d)
+        # In order, one VM after the other per host: vSphere picks each vGPU's GPU and the vGPU
+        # manager its MIG slot at power-on, so the order decides the layout (notes V1, V2).
+        lanes = [[item] for item in todo]
+        if self.sequential:
+            by_host: dict[str, list] = {}
+            for d, r in todo:
+                host = d.host
+                if host is None and d.name in self.vms:
+                    host = read_vm(self.vms[d.name][1], self.host_names)["host"]
+                by_host.setdefault(host or "", []).append((d, r))
+            lanes = list(by_host.values())
         with cf.ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            futures = {pool.submit(self._apply, d, r): r for d, r in todo}
+            futures = {pool.submit(self._apply_lane, lane): lane for lane in lanes}
             for fut in cf.as_completed(futures):
-                r = futures[fut]
-                try:
-                    fut.result()
-                except VsphereError as exc:
-                    r.error = f"{r.name}: {exc}"
-                except self.vim.fault.VimFault as exc:
-                    r.error = f"{r.name}: {getattr(exc, 'msg', None) or type(exc).__name__}"
+                fut.result()
+        if any(d.gpu is not None and d.state == "present" for d in wanted):
+            self._read_placement(wanted, results)
         return results
+
+    def _apply_lane(self, lane: list) -> None:
+        """Apply VMs one after the other; a failed VM stops the ones after it on its lane (their
+        power-on could take the GPU planned for another)."""
+        for k, (d, r) in enumerate(lane):
+            try:
+                self._apply(d, r)
+            except VsphereError as exc:
+                r.error = f"{r.name}: {exc}"
+            except self.vim.fault.VimFault as exc:
+                r.error = f"{r.name}: {fault_text(exc)}"
+            if r.error and self.sequential:
+                for _, later in lane[k + 1 :]:
+                    later.error = f"{later.name}: not started: {r.name} failed before it"
+                return
+
+    def _read_placement(self, wanted: list[VmDesired], results: list[VmResult]) -> None:
+        """Each VM's GPU as vCenter reports it (``HostGraphicsInfo.vm[]``) next to the plan's."""
+        vim = self.vim
+        where: dict[str, str] = {}
+        for _obj, p in props.collect(self.si, vim.HostSystem, ["config.graphicsInfo"], self.dc):
+            for info in p.get("config.graphicsInfo") or []:
+                for vm in info.vm or []:
+                    where[vm._moId] = normalize_pci_id(info.pciId)
+        for d, r in zip(wanted, results, strict=True):
+            if d.gpu is None or d.state != "present" or d.name not in self.vms:
+                continue
+            on = d.power_state == "poweredon"
+            r.placement = {
+                "gpu": where.get(self.vms[d.name][0]._moId) if on else None,
+                "planned": {"gpu": d.gpu_pci_id, "gpu_index": d.gpu, "mig_slot": d.mig_slot},
+                "pinned": bool(d.gpu_pin),
+            }
 
     def _apply(self, d: VmDesired, r: VmResult) -> None:
         vim = self.vim
@@ -297,6 +370,9 @@ class VmConverger:
         folder = self.dc.vmFolder
         if not d.folder:
             return folder
+        key = d.folder.strip("/")
+        if key in self._folders:
+            return self._folders[key]
         for part in d.folder.strip("/").split("/"):
             nxt = next(
                 (
@@ -309,6 +385,7 @@ class VmConverger:
             if nxt is None:
                 nxt = folder.CreateFolder(part)
             folder = nxt
+        self._folders[key] = folder
         return folder
 
     def _create(self, d: VmDesired):

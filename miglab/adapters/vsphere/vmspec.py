@@ -14,6 +14,9 @@ from miglab.core.catalog import Catalog, GpuModel, load_catalog
 MMIO_KEYS = ("pciPassthru.use64bitMMIO", "pciPassthru.allowP2P", "pciPassthru.64bitMMIOSizeGB")
 # Changing these needs the VM powered off (vSphere refuses, or applies them only at power-on).
 NO_VGPU_HINT = "none; is the NVIDIA host driver installed and the GPU in sharedDirect mode?"
+# Reported to pin a VM's first vGPU to one physical GPU (real-lab notes V3: operator notes only,
+# unconfirmed); miglab checks where every vGPU landed either way.
+GPU_PIN_KEY = "pciPassthru0.cfg.gpu-pci-id"
 COLD_FIELDS = ("vcpus", "memory_mb", "vgpus", "firmware", "secure_boot", "host")
 
 
@@ -35,6 +38,10 @@ class VmDesired:
     disk_gb: int | None = 64
     template: str | None = None
     power_state: str = "unchanged"  # poweredon | poweredoff | unchanged
+    gpu: int | None = None  # planned GPU: index among the host's NVIDIA GPUs in PCI order
+    mig_slot: int | None = None  # planned MIG start slot (checked on the host, not here)
+    gpu_pin: bool = False  # pin the vGPU to the planned GPU (pciPassthru0.cfg.gpu-pci-id)
+    gpu_pci_id: str | None = None  # the planned GPU's PCI id, resolved from the host
 
     def extra_config(self) -> dict[str, str]:
         out = dict(self.advanced)
@@ -42,6 +49,8 @@ class VmDesired:
             out["pciPassthru.use64bitMMIO"] = "TRUE"
             out["pciPassthru.allowP2P"] = "TRUE"
             out["pciPassthru.64bitMMIOSizeGB"] = str(self.mmio_gb)
+        if self.vgpus and self.gpu_pin and self.gpu_pci_id:
+            out[GPU_PIN_KEY] = self.gpu_pci_id
         return out
 
 
@@ -133,6 +142,8 @@ def desired_view(d: VmDesired, cur: dict | None) -> dict:
     if not d.vgpus:
         for k in MMIO_KEYS:
             extra.pop(k, None)
+    if not (d.vgpus and d.gpu_pin):
+        extra.pop(GPU_PIN_KEY, None)
     want["extra_config"] = extra
     if d.power_state in ("poweredon", "poweredoff"):
         want["power_state"] = d.power_state

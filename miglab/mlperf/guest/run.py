@@ -19,6 +19,7 @@ Progress goes to stderr; the last line on stdout is the result.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from datetime import datetime
@@ -28,6 +29,17 @@ from miglab.errors import EXIT_FAIL, EXIT_INVALID, EXIT_OK
 from miglab.mlperf.guest import barrier as barrier_lib
 from miglab.mlperf.guest.backends import BACKENDS, BackendError, get_backend
 from miglab.mlperf.guest.backends.base import MODES, SCENARIOS, progress
+
+
+def _placement(text: str) -> dict:
+    """``--placement``: a JSON object (what the controller read after power-on)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("not JSON") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("must be a JSON object")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -129,6 +141,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--vgpu-type", help="the VM's vGPU type")
     g.add_argument("--notes", help="free text for miglab_run.json")
     g.add_argument(
+        "--placement",
+        type=_placement,
+        help="where the VM's vGPU runs and where the plan put it, as JSON "
+        '({"gpu": PCI id, "mig_slot": N, "planned": {"gpu": ..., "mig_slot": ...}}), for '
+        "miglab_run.json",
+    )
+    g.add_argument(
         "--simulated-lab",
         action="store_true",
         help="the VM is a simulated one (miglab's built-in lab: a container, no GPU); the "
@@ -189,6 +208,7 @@ def settings_from_args(a):
             "scenario": a.lab_scenario,
             "profile": a.profile,
             "vgpu_type": a.vgpu_type,
+            "placement": a.placement,
             "notes": a.notes,
             # None keeps the backend's own verdict (False for a real run).
             "simulated": True if a.simulated_lab else None,

@@ -772,6 +772,20 @@ def _describe_profiles(profiles: dict[str, str | None]) -> str | None:
     return " + ".join(f"{n}x {p}" for p, n in counts.items())
 
 
+def placement_differs(placement: dict | None) -> str | None:
+    """Why a run did not measure the planned layout: its vGPU ran on another GPU or MIG slot
+    than the plan's (``miglab_run.json``'s ``placement``); None when it did or is not known."""
+    if not placement or not isinstance(placement.get("planned"), dict):
+        return None
+    planned = placement["planned"]
+    gpu, slot = placement.get("gpu"), placement.get("mig_slot")
+    if planned.get("gpu") and gpu and str(gpu).lower() != str(planned["gpu"]).lower():
+        return f"ran on GPU {gpu}, planned on {planned['gpu']}"
+    if planned.get("mig_slot") is not None and slot is not None and slot != planned["mig_slot"]:
+        return f"ran at MIG slot {slot}, planned at slot {planned['mig_slot']}"
+    return None
+
+
 def _run_total(
     n, vms, by_vm, first, combine, min_overlap, require_ts, missing_vm_note, vm_notes=None
 ):
@@ -802,6 +816,10 @@ def _run_total(
             continue
         if first is not None and r.metric != first.metric:
             reasons.append(f"{vm}: metric {r.metric} differs from {first.metric}")
+            continue
+        moved = placement_differs(r.meta.placement)
+        if moved:
+            reasons.append(f"{vm}: {moved}")
             continue
         values[vm] = float(r.value)
         usable.append(r)

@@ -188,6 +188,49 @@ def _run_rows(groups: list[Group]) -> list[list[str]]:
     return rows
 
 
+PLACEMENT_HEAD = ["scenario", "VM", "profile", "GPU", "MIG slot", "planned", "as planned"]
+
+
+def _placement_rows(groups: list[Group]) -> list[list[str]]:
+    """Where each VM's vGPU ran (its latest run's ``placement``), against the plan."""
+    rows = []
+    for g in groups:
+        for vm in g.vms:
+            runs = g.vm_runs.get(vm, {})
+            placement = next(
+                (
+                    r.record.meta.placement
+                    for _, r in sorted(runs.items(), reverse=True)
+                    if r.record is not None and r.record.meta.placement
+                ),
+                None,
+            )
+            if placement is None:
+                rows.append(
+                    [g.scenario, vm, g.profiles.get(vm) or "-", "-", "-", "-", "not recorded"]
+                )
+                continue
+            planned = placement.get("planned") or {}
+            same = placement.get("gpu") == planned.get("gpu") and (
+                planned.get("mig_slot") is None
+                or placement.get("mig_slot") == planned.get("mig_slot")
+            )
+            slot = placement.get("mig_slot")
+            rows.append(
+                [
+                    g.scenario,
+                    vm,
+                    g.profiles.get(vm) or "-",
+                    str(placement.get("gpu") or "-")
+                    + (" (pinned)" if placement.get("pinned") else ""),
+                    "-" if slot is None else str(slot),
+                    f"{planned.get('gpu') or '-'} slot {planned.get('mig_slot')}",
+                    "yes" if same else "NO",
+                ]
+            )
+    return rows
+
+
 def _md_table(head: list[str], rows: list[list[str]]) -> str:
     def cell(s: str) -> str:
         return s.replace("|", "\\|").replace("\n", " ")
@@ -323,6 +366,7 @@ def write_report(
             md += [f"![{bench} {mlscen}]({png_name})", ""]
         md += [_md_table(SUMMARY_HEAD, _summary_rows(groups)), ""]
         md += ["### Runs", "", _md_table(RUN_HEAD, _run_rows(groups)), ""]
+        md += ["### Placement", "", _md_table(PLACEMENT_HEAD, _placement_rows(groups)), ""]
         notes = [f"{g.scenario}: {n}" for g in groups for n in g.notes]
         if notes:
             md += ["Notes:", ""] + [f"- {one_line(n)}" for n in notes] + [""]
@@ -373,6 +417,7 @@ def write_report(
             )
         h.append(_html_table(SUMMARY_HEAD, _summary_rows(groups)))
         h.append("<h3>Runs</h3>" + _html_table(RUN_HEAD, _run_rows(groups)))
+        h.append("<h3>Placement</h3>" + _html_table(PLACEMENT_HEAD, _placement_rows(groups)))
         notes = [f"{g.scenario}: {n}" for g in groups for n in g.notes]
         if notes:
             h.append("<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")

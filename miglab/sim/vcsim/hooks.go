@@ -63,8 +63,16 @@ func taskName(method string) string {
 // failedTask runs a task that fails with fault, its localized message msg (the stock Task.Run
 // writes only the fault's Go type there).
 func failedTask(obj mo.Reference, method string, fault types.BaseMethodFault, msg string) soap.HasFault {
+	return failedTaskDetail(obj, method, fault, msg, msg)
+}
+
+// failedTaskDetail fails a task the way real vCenter often does: a generic localized message
+// ("Module 'DevicePowerOn' power on failed.") with the useful text in the fault's faultMessage[]
+// (real-lab notes V14: vSphere API LocalizedMethodFault, MethodFault.faultMessage).
+func failedTaskDetail(obj mo.Reference, method string, fault types.BaseMethodFault,
+	msg, detail string) soap.HasFault {
 	fault.GetMethodFault().FaultMessage = []types.LocalizableMessage{
-		{Key: "miglab.vcsim", Message: msg},
+		{Key: "miglab.vcsim", Message: detail},
 	}
 	task := simulator.CreateTask(obj, taskName(method),
 		func(*simulator.Task) (types.AnyType, types.BaseMethodFault) { return nil, fault })
@@ -101,17 +109,29 @@ func hook(ctx *simulator.Context, method string, this mo.Reference, req interfac
 				f, msg := hs.notConnected()
 				return failedTask(obj, method, f, msg)
 			}
-			var on []string
+			// Real-lab notes V4 (vSphere API EnterMaintenanceMode_Task): without DRS nothing
+			// moves a powered-on VM, and with evacuatePoweredOffVms nothing re-registers the
+			// powered-off ones, so the task waits for its timeout and fails with a bare timeout
+			// naming no VM. The wait is capped (maintenance_wait_cap_s) to keep tests short.
+			var on, off int
 			for _, ref := range obj.Vm {
-				if vm, ok := simulator.Map.Get(ref).(*simulator.VirtualMachine); ok &&
-					vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn {
-					on = append(on, vm.Name)
+				if vm, ok := simulator.Map.Get(ref).(*simulator.VirtualMachine); ok {
+					if vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn {
+						on++
+					} else {
+						off++
+					}
 				}
 			}
-			if len(on) > 0 {
-				return failedTask(obj, method, &types.InvalidState{}, fmt.Sprintf(
-					"host %s has powered-on VMs (%s); power them off first (the simulated "+
-						"cluster has no DRS to migrate them)", obj.Name, strings.Join(on, ", ")))
+			r := req.(*types.EnterMaintenanceMode_Task)
+			evacuate := r.EvacuatePoweredOffVms == nil || *r.EvacuatePoweredOffVms // API default true
+			if !clusterDrs(obj) && (on > 0 || (evacuate && off > 0)) {
+				wait := float64(r.Timeout)
+				if wait <= 0 || wait > hs.lab.MaintenanceWaitCapS {
+					wait = hs.lab.MaintenanceWaitCapS
+				}
+				time.Sleep(time.Duration(wait * float64(time.Second)))
+				return failedTask(obj, method, &types.Timedout{}, "Operation timed out.")
 			}
 		case "ExitMaintenanceMode_Task":
 			if !hs.connected() {
@@ -135,6 +155,19 @@ func hook(ctx *simulator.Context, method string, this mo.Reference, req interfac
 		}
 	}
 	return nil
+}
+
+// clusterDrs: whether the host's cluster has DRS enabled (configurationEx.drsConfig).
+func clusterDrs(h *simulator.HostSystem) bool {
+	if h.Parent == nil {
+		return false
+	}
+	cr, ok := simulator.Map.Get(*h.Parent).(*simulator.ClusterComputeResource)
+	if !ok {
+		return false
+	}
+	cfg, ok := cr.ConfigurationEx.(*types.ClusterConfigInfoEx)
+	return ok && cfg.DrsConfig.Enabled != nil && *cfg.DrsConfig.Enabled
 }
 
 // done follows up on finished calls: vGPU uses of VMs that powered on, off or went away.
@@ -198,7 +231,8 @@ func powerOnCheck(vm *simulator.VirtualMachine, method string) soap.HasFault {
 	for _, t := range hs.host.Config.SharedPassthruGpuTypes {
 		offered[t] = true
 	}
-	for _, v := range vgpus {
+	for _, req := range vgpus {
+		v := req.vgpu
 		if !offered[v] {
 			return failedTask(vm, method, &types.GenericVmConfigFault{Reason: "vGPU type"},
 				fmt.Sprintf("vGPU type %s of VM %s is not offered by host %s "+
@@ -209,8 +243,8 @@ func powerOnCheck(vm *simulator.VirtualMachine, method string) soap.HasFault {
 	mu.Lock()
 	defer mu.Unlock()
 	if why := hs.place(vm.Self, vgpus); why != "" {
-		return failedTask(vm, method, &types.InsufficientResourcesFault{},
-			"cannot power on "+vm.Name+": "+why)
+		return failedTaskDetail(vm, method, &types.InsufficientResourcesFault{},
+			"Module 'DevicePowerOn' power on failed.", "cannot power on "+vm.Name+": "+why)
 	}
 	return nil
 }

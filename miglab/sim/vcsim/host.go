@@ -1,7 +1,12 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,6 +30,16 @@ type gpuUse struct {
 	vm      types.ManagedObjectReference
 	vgpu    string
 	pending bool // placed by PowerOnVM_Task's check, the power-on itself not finished yet
+	start   int  // MIG start slot the vGPU manager picked; -1: time-sliced or no slot model
+	size    int  // memory slices of the GPU instance; -1 likewise
+	gi      int  // GPU instance id; -1 likewise
+}
+
+// vgpuReq is one vGPU device of a VM at power-on: its type and the GPU it is pinned to, if any
+// (pciPassthru<N>.cfg.gpu-pci-id, real-lab notes V3: reported by operators, unconfirmed).
+type vgpuReq struct {
+	vgpu string
+	pin  string
 }
 
 type gpuState struct {
@@ -310,6 +325,60 @@ func (hs *hostState) publish() {
 		{Name: "graphicsInfo", Val: infos}, {Name: "graphicsConfig", Val: &cfg},
 	})
 	simulator.Map.Update(hs.pt, []types.PropertyChange{{Name: "pciPassthruInfo", Val: pt}})
+	hs.writeVgpuState()
+}
+
+type vgpuStateVgpu struct {
+	VM             string `json:"vm"`
+	VMUUID         string `json:"vm_uuid"`
+	VgpuType       string `json:"vgpu_type"`
+	GpuInstanceID  int    `json:"gpu_instance_id"`
+	PlacementStart int    `json:"placement_start"`
+	PlacementSize  int    `json:"placement_size"`
+}
+
+type vgpuStateGpu struct {
+	PciID string          `json:"pci_id"`
+	Name  string          `json:"name"`
+	Vgpus []vgpuStateVgpu `json:"vgpus"`
+}
+
+// writeVgpuState writes the host's running vGPUs to <vgpu_state_dir>/<host>.json (atomically),
+// what the host's vGPU manager knows: the ESXi stand-in's nvidia-smi vgpu -q and mig -lgi read
+// it. mu held.
+func (hs *hostState) writeVgpuState() {
+	dir := hs.lab.VgpuStateDir
+	if dir == "" {
+		return
+	}
+	state := struct {
+		Host string         `json:"host"`
+		Gpus []vgpuStateGpu `json:"gpus"`
+	}{Host: hs.lab.Name, Gpus: []vgpuStateGpu{}}
+	for _, g := range hs.gpus {
+		sg := vgpuStateGpu{PciID: g.PciID, Name: g.Name, Vgpus: []vgpuStateVgpu{}}
+		for _, u := range g.uses {
+			v := vgpuStateVgpu{VgpuType: u.vgpu, GpuInstanceID: u.gi, PlacementStart: u.start,
+				PlacementSize: u.size}
+			if vm, ok := simulator.Map.Get(u.vm).(*simulator.VirtualMachine); ok {
+				v.VM = vm.Name
+				if vm.Config != nil {
+					v.VMUUID = vm.Config.Uuid
+				}
+			}
+			sg.Vgpus = append(sg.Vgpus, v)
+		}
+		state.Gpus = append(state.Gpus, sg)
+	}
+	data, err := json.MarshalIndent(state, "", "  ")
+	if err != nil {
+		return
+	}
+	final := filepath.Join(dir, hs.lab.Name+".json")
+	tmp := final + ".tmp"
+	if os.WriteFile(tmp, append(data, '\n'), 0o644) == nil {
+		_ = os.Rename(tmp, final)
+	}
 }
 
 // setRuntime changes the host's runtime state (and tells waiting property collectors).
@@ -476,26 +545,111 @@ func (p *PciPassthruSystem) UpdatePassthruConfig(ctx *simulator.Context,
 
 // --- GPU placement ---------------------------------------------------------------------------
 
-// vgpusOf lists the vGPU types of a VM's VirtualPCIPassthrough devices with a vmiop backing.
-func vgpusOf(vm *simulator.VirtualMachine) []string {
-	var out []string
+// vgpusOf lists the vGPU types of a VM's VirtualPCIPassthrough devices with a vmiop backing, each
+// with its pin: the ExtraConfig pciPassthru<N>.cfg.gpu-pci-id of the N-th (from 0) PCI
+// passthrough device.
+func vgpusOf(vm *simulator.VirtualMachine) []vgpuReq {
+	var out []vgpuReq
 	if vm.Config == nil {
 		return out
 	}
+	extra := map[string]string{}
+	for _, o := range vm.Config.ExtraConfig {
+		if v := o.GetOptionValue(); v != nil {
+			extra[strings.ToLower(v.Key)] = fmt.Sprint(v.Value)
+		}
+	}
+	n := 0
 	for _, d := range vm.Config.Hardware.Device {
 		if p, ok := d.(*types.VirtualPCIPassthrough); ok {
 			if b, ok := p.Backing.(*types.VirtualPCIPassthroughVmiopBackingInfo); ok {
-				out = append(out, b.Vgpu)
+				pin := strings.ToLower(strings.TrimSpace(extra[fmt.Sprintf("pcipassthru%d.cfg.gpu-pci-id", n)]))
+				out = append(out, vgpuReq{vgpu: b.Vgpu, pin: pin})
 			}
+			n++
 		}
 	}
 	return out
 }
 
-// fits says whether a GPU can take one more vGPU of the given type, and why not. The rules are
-// an approximation: a GPU holds either MIG-backed types (compute slices and framebuffer summed)
-// or one time-sliced type (framebuffer summed); start positions of MIG instances are not checked.
-func (g *gpuState) fits(vgpu string) (bool, string) {
+// migRule is the placement rule of a MIG-backed vGPU type on a GPU; ok false: no slot model.
+func (hs *hostState) migRule(g *gpuState, vgpu string) (MigPlacement, bool) {
+	if g.MigMemorySlices <= 0 {
+		return MigPlacement{}, false
+	}
+	for t, pl := range hs.lab.MigPlacements {
+		if strings.EqualFold(t, vgpu) {
+			return pl, true
+		}
+	}
+	return MigPlacement{}, false
+}
+
+// firstFit is the start slot NVIDIA's vGPU manager picks for a new GPU instance when vSphere
+// creates it: the lowest allowed start whose memory slices are all free (real-lab notes V2;
+// NVIDIA AI Enterprise vGPU appendix: "VMware vSphere creates the GPU instances"). -1: none.
+func (g *gpuState) firstFit(pl MigPlacement) int {
+	used := map[int]bool{}
+	for _, u := range g.uses {
+		for k := 0; k < u.size; k++ {
+			used[u.start+k] = true
+		}
+	}
+	starts := append([]int(nil), pl.Starts...)
+	sort.Ints(starts)
+	for _, st := range starts {
+		if st+pl.Size > g.MigMemorySlices {
+			continue
+		}
+		free := true
+		for k := 0; k < pl.Size; k++ {
+			free = free && !used[st+k]
+		}
+		if free {
+			return st
+		}
+	}
+	return -1
+}
+
+// newGpuInstanceID: the lowest free id from 1 on this GPU; 0 for an instance of the whole GPU.
+// An approximation: the driver's ids follow profile and placement.
+func (g *gpuState) newGpuInstanceID(size int) int {
+	if size >= g.MigMemorySlices {
+		return 0
+	}
+	taken := map[int]bool{}
+	for _, u := range g.uses {
+		taken[u.gi] = true
+	}
+	id := 1
+	for taken[id] {
+		id++
+	}
+	return id
+}
+
+// fits says whether a GPU can take one more vGPU of the given type, where its GPU instance would
+// start (-1 when not modelled), and why not. A GPU holds either MIG-backed types or one
+// time-sliced type (framebuffer summed); a MIG type with placement rules needs a free start
+// (first fit), one without them free compute slices.
+func (hs *hostState) fits(g *gpuState, vgpu string) (bool, string, int) {
+	ok, why := g.fitsShape(vgpu)
+	if !ok {
+		return false, why, -1
+	}
+	if pl, modelled := hs.migRule(g, vgpu); modelled {
+		st := g.firstFit(pl)
+		if st < 0 {
+			return false, "no free start slot for its GPU instance (starts " +
+				fmt.Sprint(pl.Starts) + ", " + fmt.Sprint(pl.Size) + " memory slices)", -1
+		}
+		return true, "", st
+	}
+	return true, "", -1
+}
+
+func (g *gpuState) fitsShape(vgpu string) (bool, string) {
 	if g.passthruActive {
 		return false, "in passthrough mode"
 	}
@@ -522,39 +676,51 @@ func (g *gpuState) fits(vgpu string) (bool, string) {
 }
 
 // place picks a GPU for each vGPU (distinct GPUs for one VM) by the host's assignment policy
-// (performance: the least used GPU, consolidation: the most used one that fits), and records the
-// uses as pending; mu held. It returns an explanation when some vGPU does not fit.
-func (hs *hostState) place(vm types.ManagedObjectReference, vgpus []string) string {
+// (performance: the GPU holding the fewest vGPUs, consolidation: the one holding the most that
+// fits; ties: lab order, which is PCI order), or the pinned GPU, and the MIG start slot (first
+// fit); it records the uses as pending; mu held. It returns an explanation when some vGPU does
+// not fit.
+func (hs *hostState) place(vm types.ManagedObjectReference, vgpus []vgpuReq) string {
 	taken := map[*gpuState]bool{}
 	type pick struct {
-		g    *gpuState
-		vgpu string
+		g     *gpuState
+		vgpu  string
+		start int
 	}
 	var picks []pick
-	for _, vgpu := range vgpus {
+	for _, req := range vgpus {
+		vgpu := req.vgpu
 		var cands []*gpuState
+		starts := map[*gpuState]int{}
 		var why []string
+		pinned := false
 		for _, g := range hs.gpus {
-			if taken[g] {
+			if req.pin != "" && !strings.EqualFold(g.PciID, req.pin) {
 				continue
 			}
-			if ok, reason := g.fits(vgpu); ok {
+			pinned = pinned || req.pin != ""
+			if taken[g] {
+				why = append(why, g.PciID+": holds another vGPU of this VM")
+				continue
+			}
+			if ok, reason, st := hs.fits(g, vgpu); ok {
 				cands = append(cands, g)
+				starts[g] = st
 			} else {
 				why = append(why, g.PciID+": "+reason)
 			}
 		}
+		if req.pin != "" && !pinned {
+			return "vGPU " + vgpu + " is pinned to " + req.pin +
+				" (pciPassthru.cfg.gpu-pci-id), which is no GPU of host " + hs.host.Name
+		}
 		if len(cands) == 0 {
 			msg := "no GPU of host " + hs.host.Name + " can take vGPU " + vgpu
+			if req.pin != "" {
+				msg += " pinned to " + req.pin + " (pciPassthru.cfg.gpu-pci-id)"
+			}
 			if len(why) > 0 {
-				msg += " ("
-				for i, w := range why {
-					if i > 0 {
-						msg += "; "
-					}
-					msg += w
-				}
-				msg += ")"
+				msg += " (" + strings.Join(why, "; ") + ")"
 			}
 			return msg
 		}
@@ -566,11 +732,18 @@ func (hs *hostState) place(vm types.ManagedObjectReference, vgpus []string) stri
 			return len(cands[i].uses) < len(cands[j].uses)
 		})
 		taken[cands[0]] = true
-		picks = append(picks, pick{cands[0], vgpu})
+		picks = append(picks, pick{cands[0], vgpu, starts[cands[0]]})
 	}
 	for _, p := range picks {
-		p.g.uses = append(p.g.uses, gpuUse{vm: vm, vgpu: p.vgpu, pending: true})
+		u := gpuUse{vm: vm, vgpu: p.vgpu, pending: true, start: -1, size: -1, gi: -1}
+		if p.start >= 0 {
+			pl, _ := hs.migRule(p.g, p.vgpu)
+			u.start, u.size = p.start, pl.Size
+			u.gi = p.g.newGpuInstanceID(pl.Size)
+		}
+		p.g.uses = append(p.g.uses, u)
 	}
+	hs.publish()
 	return ""
 }
 

@@ -16,7 +16,17 @@ type Lab struct {
 	Cluster    string    `json:"cluster"`
 	Datastore  string    `json:"datastore"`
 	Network    string    `json:"network"`
-	Hosts      []LabHost `json:"hosts"`
+	// "off" (default: a lone host or a cluster without DRS, like the seed's), or a DRS
+	// automation level. Only the cluster's drsConfig shows it; nothing migrates VMs.
+	Drs   string    `json:"drs"`
+	Hosts []LabHost `json:"hosts"`
+}
+
+// MigPlacement is where a MIG-backed vGPU type's GPU instance may start (memory slices) and how
+// many it takes: NVIDIA's placement rules, from miglab's catalog.
+type MigPlacement struct {
+	Starts []int `json:"starts"`
+	Size   int   `json:"size"`
 }
 
 // LabGPU is one physical NVIDIA GPU of a host.
@@ -27,6 +37,7 @@ type LabGPU struct {
 	Name             string `json:"name"`                // "NVIDIA A100 80GB PCIe"
 	MemoryMB         int64  `json:"memory_mb"`           // 81920
 	MigComputeSlices int    `json:"mig_compute_slices"`  // optional, 7 for an A100; 0: unchecked
+	MigMemorySlices  int    `json:"mig_memory_slices"`   // optional, 8 for an A100; 0: no slot model
 
 	bus, slot, function byte
 	deviceID, subID     int16
@@ -59,6 +70,15 @@ type LabHost struct {
 	BootAckDir       string          `json:"boot_ack_dir"`
 	Capability       map[string]bool `json:"capability"`
 	VgpuCapabilities map[string]bool `json:"vgpu_capabilities"`
+	// optional: vGPU type -> MIG placement rules. With them (and the GPU's mig_memory_slices) the
+	// vGPU manager's choice of start slot is modelled: first fit (real-lab notes V2).
+	MigPlacements map[string]MigPlacement `json:"mig_placements"`
+	// optional: a folder where the host's running vGPUs are written (<dir>/<name>.json) at every
+	// change, for the ESXi stand-in's nvidia-smi vgpu -q and mig -lgi.
+	VgpuStateDir string `json:"vgpu_state_dir"`
+	// how long at most a maintenance-mode task that cannot succeed waits before its timeout
+	// fault (the real task waits its whole timeout); default 3
+	MaintenanceWaitCapS float64 `json:"maintenance_wait_cap_s"`
 }
 
 var (
@@ -105,6 +125,13 @@ func loadLab(path string) (*Lab, error) {
 	}
 	if lab.Network == "" {
 		lab.Network = "VM Network"
+	}
+	if lab.Drs == "" {
+		lab.Drs = "off"
+	}
+	if !map[string]bool{"off": true, "manual": true, "partiallyAutomated": true,
+		"fullyAutomated": true}[lab.Drs] {
+		bad("drs: %q is not off, manual, partiallyAutomated or fullyAutomated", lab.Drs)
 	}
 	if len(lab.Hosts) == 0 {
 		bad("hosts: at least one host is required")
@@ -171,6 +198,12 @@ func loadLab(path string) (*Lab, error) {
 		if h.GraphicsApply != "reboot" && h.GraphicsApply != "immediate" {
 			bad("%s.graphics_apply: %q is not reboot or immediate", where, h.GraphicsApply)
 		}
+		if h.MaintenanceWaitCapS == 0 {
+			h.MaintenanceWaitCapS = 3
+		}
+		if h.MaintenanceWaitCapS < 0 {
+			bad("%s.maintenance_wait_cap_s: must not be negative", where)
+		}
 		if h.RebootSeconds != nil && *h.RebootSeconds < 0 {
 			bad("%s.reboot_seconds: must not be negative", where)
 		}
@@ -184,6 +217,16 @@ func loadLab(path string) (*Lab, error) {
 			if !vgpuCapK[k] {
 				bad("%s.vgpu_capabilities.%s: unknown (known: diskSnapshotSupported, "+
 					"memorySnapshotSupported, suspendSupported, migrateSupported)", where, k)
+			}
+		}
+		for t, pl := range h.MigPlacements {
+			if pl.Size < 1 || len(pl.Starts) == 0 {
+				bad("%s.mig_placements.%s: needs starts and a size of at least 1", where, t)
+			}
+			for _, st := range pl.Starts {
+				if st < 0 {
+					bad("%s.mig_placements.%s: start %d is negative", where, t, st)
+				}
 			}
 		}
 		pci := map[string]bool{}
@@ -218,6 +261,17 @@ func loadLab(path string) (*Lab, error) {
 			}
 			if g.MemoryMB < 1 {
 				bad("%s.memory_mb: must be at least 1", gw)
+			}
+			if g.MigMemorySlices < 0 || g.MigMemorySlices > 64 {
+				bad("%s.mig_memory_slices: must be 0..64", gw)
+			}
+			for t, pl := range h.MigPlacements {
+				for _, st := range pl.Starts {
+					if g.MigMemorySlices > 0 && st+pl.Size > g.MigMemorySlices {
+						bad("%s: mig_placements.%s start %d + size %d exceeds its %d memory slices",
+							gw, t, st, pl.Size, g.MigMemorySlices)
+					}
+				}
 			}
 		}
 	}

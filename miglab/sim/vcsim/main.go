@@ -268,5 +268,14 @@ func buildInventory(m *simulator.Model, lab *Lab, dsDir string, rebootSeconds fl
 	summary.OverallStatus = types.ManagedEntityStatusGreen
 	cr := simulator.Map.Get(cluster.Reference()).(*simulator.ClusterComputeResource)
 	*cr.Summary.GetComputeResourceSummary() = summary
+	// The stock simulator's clusters have DRS on (and ignore the create spec); the lab says
+	// (default off, as the seed's lone host): miglab reads drsConfig to decide what maintenance
+	// mode can do (real-lab notes V4, V5). Nothing migrates VMs either way.
+	if cfg, ok := cr.ConfigurationEx.(*types.ClusterConfigInfoEx); ok {
+		cfg.DrsConfig.Enabled = types.NewBool(lab.Drs != "off")
+		if lab.Drs != "off" {
+			cfg.DrsConfig.DefaultVmBehavior = types.DrsBehavior(lab.Drs)
+		}
+	}
 	return nil
 }

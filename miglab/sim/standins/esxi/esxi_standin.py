@@ -33,6 +33,7 @@ import fcntl
 import json
 import os
 import re
+import socket
 import sys
 import zipfile
 from pathlib import Path
@@ -474,6 +475,14 @@ def nvidia_smi(args: list[str]) -> str:
         if s["loaded_driver"] != s["driver"]["driver_version"]:
             raise Exit(18, out="Failed to initialize NVML: Driver/library version mismatch\n")
         gpus = _selected(args, s)
+        if args[:1] == ["vgpu"]:
+            if "-q" in args or "--query" in args:
+                return _vgpu_query(s, gpus)
+            raise Exit(2, out=f"Invalid combination of input arguments: {' '.join(args)}\n")
+        if args[:1] == ["mig"]:
+            if "-lgi" in args or "--list-gpu-instances" in args:
+                return _list_gpu_instances(s, gpus)
+            raise Exit(2, out=f"Invalid combination of input arguments: {' '.join(args)}\n")
         query = next((a.split("=", 1)[1] for a in args if a.startswith("--query-gpu=")), None)
         if query is not None:
             return _query(s, gpus, query, args)
@@ -494,6 +503,120 @@ def nvidia_smi(args: list[str]) -> str:
         if not args:
             return _summary(s)
         raise Exit(2, out=f"Invalid combination of input arguments: {' '.join(args)}\n")
+
+
+# --- the vGPUs vCenter runs on this host (the simulator writes them, miglab/sim/vcsim) ----------
+VCENTER_DIR = Path(os.environ.get("ESXI_STANDIN_VCENTER_DIR", "/var/lib/esxi-standin/vcenter"))
+# MIG profile ids as nvidia-smi mig -lgip numbers them on 7-slice GPUs (A100, H100, H200) and on
+# the 4-slice A30, by (compute slices, double memory, media extensions); miglab's catalog.
+PROFILE_IDS_7 = {(1, False, False): 19, (1, False, True): 20, (1, True, False): 15,
+                 (2, False, False): 14, (3, False, False): 9, (4, False, False): 5,
+                 (7, False, False): 0}  # fmt: skip
+PROFILE_IDS_4 = {(1, False, False): 14, (1, False, True): 21, (2, False, False): 5,
+                 (2, False, True): 6, (4, False, False): 0}  # fmt: skip
+_TYPE_RE = re.compile(r"-(\d+)-(\d+)c(me)?$")
+
+
+def _running_vgpus() -> dict[str, list[dict]]:
+    """Bus id (nvidia-smi's spelling) -> the vGPUs vCenter runs on that GPU; nothing when the
+    simulator wrote no file for this host (molecule, or no vCenter)."""
+    f = VCENTER_DIR / f"{socket.gethostname()}.json"
+    try:
+        data = json.loads(f.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    out: dict[str, list[dict]] = {}
+    for g in data.get("gpus", []) if isinstance(data, dict) else []:
+        pci = str(g.get("pci_id", "")).upper()
+        if pci.count(":") == 2:
+            out["0000" + pci] = [v for v in g.get("vgpus", []) if isinstance(v, dict)]
+    return out
+
+
+def _profile_of(gpu: dict, vgpu_type: str) -> tuple[str, int]:
+    """A MIG-backed vGPU type's GPU instance profile: (name, id), e.g. ("4g.40gb", 5)."""
+    m = _TYPE_RE.search(vgpu_type.lower())
+    if not m:
+        return "?", -1
+    slices, gb, me = int(m.group(1)), int(m.group(2)), bool(m.group(3))
+    seven = gpu["model"] != "A30"
+    per_slice = gpu["memory_mib"] / 1024 / (8 if seven else 4)
+    double = slices == 1 and gb > per_slice * 1.5
+    ids = PROFILE_IDS_7 if seven else PROFILE_IDS_4
+    return f"{slices}g.{gb}gb" + ("+me" if me else ""), ids.get((slices, double, me), -1)
+
+
+def _vm_number(name: str, base: int) -> int:
+    return base + int.from_bytes(name.encode()[:4].ljust(4, b"\0"), "big") % 1000003
+
+
+def _vgpu_query(s, gpus) -> str:
+    """``nvidia-smi vgpu -q`` as the vGPU manager prints it (NVIDIA vGPU software user guide,
+    "Monitoring GPU performance"; the keys miglab reads and a few others)."""
+    running = _running_vgpus()
+    lines = []
+    for n in gpus:
+        g = s["gpus"][n]
+        vgpus = running.get(g["bus_id"], [])
+        lines.append(f"GPU {g['bus_id']}")
+        lines.append(f"    {'Active vGPUs':<34}: {len(vgpus)}")
+        for v in vgpus:
+            vm, vtype = str(v.get("vm", "")), str(v.get("vgpu_type", ""))
+            gi = v.get("gpu_instance_id", -1)
+            gi_text = gi if isinstance(gi, int) and gi >= 0 else "N/A"
+            m = _TYPE_RE.search(vtype.lower())
+            mib = int(m.group(2)) * 1024 if m else 0
+            lines += [
+                f"    {'vGPU ID':<34}: {_vm_number(vm, 3251634178)}",
+                f"        {'VM ID':<30}: {_vm_number(vm, 2103066)}",
+                f"        {'VM Name':<30}: {vm}",
+                f"        {'vGPU Name':<30}: GRID {vtype.upper().removeprefix('GRID_')}",
+                f"        {'vGPU Type':<30}: {600 + (_vm_number(vtype, 0) % 300)}",
+                f"        {'vGPU UUID':<30}: {v.get('vm_uuid') or 'N/A'}",
+                f"        {'Guest Driver Version':<30}: N/A",
+                f"        {'License Status':<30}: N/A",
+                f"        {'GPU Instance ID':<30}: {gi_text}",
+                f"        {'Accounting Mode':<30}: N/A",
+                f"        {'ECC Mode':<30}: Enabled",
+                f"        {'Accounting Buffer Size':<30}: 4000",
+                f"        {'Frame Rate Limit':<30}: N/A",
+                "        FB Memory Usage",
+                f"            {'Total':<26}: {mib} MiB",
+                f"            {'Used':<26}: 0 MiB",
+                f"            {'Free':<26}: {mib} MiB",
+            ]
+    return "\n".join(lines) + "\n"
+
+
+def _list_gpu_instances(s, gpus) -> str:
+    """``nvidia-smi mig -lgi``: the GPU instances vSphere had the vGPU manager create (NVIDIA
+    Multi-Instance GPU User Guide, "List GPU instances"); GPUs without MIG are not listed."""
+    running = _running_vgpus()
+    rows = []
+    for n in gpus:
+        g = s["gpus"][n]
+        if not (_mig_capable(g) and g["mig_current"]):
+            continue
+        for v in sorted(running.get(g["bus_id"], []), key=lambda v: v.get("placement_start", 0)):
+            keys = ("gpu_instance_id", "placement_start", "placement_size")
+            gi, start, size = (v.get(k, -1) for k in keys)
+            if not all(isinstance(x, int) and x >= 0 for x in (gi, start, size)):
+                continue
+            name, pid = _profile_of(g, str(v.get("vgpu_type", "")))
+            rows.append(f"|  {n:>2}  MIG {name:<12}{pid:>6}{gi:>9}{start:>11}:{size:<6}|")
+    if not rows:
+        raise Exit(6, out="No GPU instances found: Not Found\n")
+    bar = "+" + "-" * 55 + "+"
+    out = [
+        bar,
+        "| GPU instances:" + " " * 40 + "|",
+        "| GPU   Name             Profile  Instance   Placement  |",
+        "|                          ID       ID       Start:Size |",
+        "|" + "=" * 55 + "|",
+    ]
+    for r in rows:
+        out += [r, bar]
+    return "\n".join(out) + "\n"
 
 
 def _query(s, gpus, query, args) -> str:
