@@ -101,6 +101,10 @@ def esxi_graphics_pending(host_info):
     return _lib().graphics_restart_pending(_plain(host_info))
 
 
+def esxi_passthrough_problems(host_info):
+    return _lib().passthrough_problems(_plain(host_info))
+
+
 def esxi_install_result(text):
     return _parse(_formats().parse_install_result, text)
 
@@ -138,6 +142,7 @@ class FilterModule:
             "esxi_mig_verify": esxi_mig_verify,
             "esxi_gpu_vms": esxi_gpu_vms,
             "esxi_graphics_pending": esxi_graphics_pending,
+            "esxi_passthrough_problems": esxi_passthrough_problems,
             "esxi_install_result": esxi_install_result,
             "esxi_esxcli_error": esxi_esxcli_error,
             "esxi_vib_list": esxi_vib_list,

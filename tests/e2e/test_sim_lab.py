@@ -110,6 +110,11 @@ def test_run_builds_the_lab_and_writes_the_report(first_run, results):
         meta = json.loads(path.read_text())
         assert meta["simulated"] is True
         assert meta["loadgen"]["valid"] is True
+        # where the vGPU ran, read back after power-on, is where the plan put it (notes V1-V2)
+        where = meta["placement"]
+        assert where["gpu"] == where["planned"]["gpu"] and where["gpu"].startswith("0000:")
+        assert where["mig_slot"] == where["planned"]["mig_slot"] is not None
+    assert "### Placement" in text and "| NO |" not in text
     # Progress as data on stderr (not a terminal: one line per play and per MLPerf round).
     assert "[validate]" in first_run.stderr and "MLPerf rounds 2/2" in first_run.stderr
 

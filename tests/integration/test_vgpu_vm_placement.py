@@ -25,7 +25,7 @@ S6 = [
 def _sim(vcsim_factory, tmp_path, policy="consolidation"):
     lab = vcsim_lab.default_lab()
     state = tmp_path / "vgpus"
-    state.mkdir()
+    state.mkdir(parents=True)
     for h in lab["hosts"]:
         h["graphics_type"] = "sharedDirect"
         h["assignment_policy"] = policy
@@ -129,3 +129,25 @@ def test_a_new_folder_is_created_once_for_many_vms(vcsim_factory, tmp_path):
     res = run_module("vgpu_vm", args)
     assert not res["failed"], res["msg"]
     assert all(v["done"] == ["create"] for v in res["vms"])
+
+
+def test_an_unmanaged_power_on_spreads_s7_over_the_gpus(vcsim_factory, tmp_path):
+    """V1: under the default performance policy, s7 (three 2g.20gb and a 1g.10gb planned on one
+    GPU) powered on as an unmanaged batch lands on four GPUs; the check names every VM off its
+    GPU. Under consolidation, in order, all four land on GPU 0 at 0, 2, 4, 6."""
+    sim, state = _sim(vcsim_factory, tmp_path, policy="performance")
+    host = sim.lab["hosts"][0]["name"]
+    s7 = [{"name": f"s7-vm{k}", "vgpus": ["grid_a100d-2-20c"], "gpu": 0, "mig_slot": 2 * (k - 1)}
+          for k in (1, 2, 3)] + [{"name": "s7-vm4", "vgpus": ["grid_a100d-1-10c"], "gpu": 0,
+                                 "mig_slot": 6}]  # fmt: skip
+    res = run_module("vgpu_vm", _args(sim, s7, power_on_order="parallel"))
+    assert res["failed"]
+    assert len({g for g, _ in _slots(state, host).values()}) == 4
+    assert res["msg"].count("vCenter runs its vGPU on") == 3
+    run_module("vgpu_vm", _args(sim, s7, power_state="poweredoff"))
+    sim2, state2 = _sim(vcsim_factory, tmp_path / "b", policy="consolidation")
+    res = run_module("vgpu_vm", _args(sim2, s7))
+    assert not res["failed"], res["msg"]
+    assert _slots(state2, sim2.lab["hosts"][0]["name"]) == {
+        v["name"]: ("0000:3b:00.0", v["mig_slot"]) for v in s7
+    }

@@ -85,3 +85,37 @@ def test_task_faults_show_the_details_real_vcenters_put_in_fault_message():
         "No host is compatible with the vGPU"
     )
     assert fault_text(vim.fault.InvalidState()) == "a fault without a message"
+
+
+def test_graphics_changes_keep_fields_miglab_does_not_set():
+    """Real-lab notes V15: vSphere 8.0 U3's HostGraphicsConfig.DeviceType.vgpuMode (sameSize /
+    mixedSize) is an admin's choice; rebuilding the device types without it would reset it."""
+    from types import SimpleNamespace
+
+    from pyVmomi import vim
+
+    from miglab.adapters.vsphere.hosts import ensure_graphics
+
+    sent = []
+    cfg = vim.host.GraphicsConfig(
+        hostDefaultGraphicsType="shared",
+        sharedPassthruAssignmentPolicy="performance",
+        deviceType=[
+            vim.host.GraphicsConfig.DeviceType(
+                deviceId="0000:3b:00.0", graphicsType="shared", vgpuMode="mixedSize"
+            )
+        ],
+    )
+    manager = SimpleNamespace(graphicsConfig=cfg, UpdateGraphicsConfig=sent.append)
+    host = SimpleNamespace(name="h", configManager=SimpleNamespace(graphicsManager=manager))
+    out = ensure_graphics(host, "sharedDirect", "consolidation", {"0000:3b:00.0": "sharedDirect"},
+                          check_mode=False)  # fmt: skip
+    assert out["changed"]
+    (new,) = sent
+    (dev,) = new.deviceType
+    assert (dev.deviceId, dev.graphicsType, dev.vgpuMode) == (
+        "0000:3b:00.0",
+        "sharedDirect",
+        "mixedSize",
+    )
+    assert new.sharedPassthruAssignmentPolicy == "consolidation"

@@ -69,13 +69,22 @@ def ensure_graphics(
         after["devices"][dev] = gtype
     changed = after != before
     if changed and not check_mode:
+        # Each device's entry is the one vCenter holds with only its type changed: fields miglab
+        # does not set (vSphere 8.0 U3's vgpuMode, sameSize / mixedSize) stay as the admin chose
+        # (real-lab notes V15; pyVmomi v8_0_3_0 HostGraphicsConfigDeviceType).
+        current = host.configManager.graphicsManager.graphicsConfig
+        held = {d.deviceId: d for d in (getattr(current, "deviceType", None) or [])}
+        devices = []
+        for dev, gtype in sorted(after["devices"].items()):
+            entry = held.get(dev)
+            if entry is None:
+                entry = vim.host.GraphicsConfig.DeviceType(deviceId=dev)
+            entry.graphicsType = gtype
+            devices.append(entry)
         cfg = vim.host.GraphicsConfig(
             hostDefaultGraphicsType=after["default_graphics_type"],
             sharedPassthruAssignmentPolicy=after["assignment_policy"],
-            deviceType=[
-                vim.host.GraphicsConfig.DeviceType(deviceId=k, graphicsType=v)
-                for k, v in sorted(after["devices"].items())
-            ],
+            deviceType=devices,
         )
         host.configManager.graphicsManager.UpdateGraphicsConfig(cfg)
         after = graphics_state(host)
@@ -212,6 +221,14 @@ def gpu_info(host) -> dict:
             }
         )
     config = host.config
+    passthru = {
+        str(getattr(p, "id", "")).lower(): p
+        for p in (getattr(config, "pciPassthruInfo", None) or [])
+    }
+    for g in gpus:
+        p = passthru.get(str(g["pci_id"]).lower())
+        g["passthrough_enabled"] = bool(getattr(p, "passthruEnabled", False))
+        g["passthrough_active"] = bool(getattr(p, "passthruActive", False))
     caps = [
         {
             "vgpu": c.vgpu,

@@ -18,7 +18,8 @@ the roles decide is decided here:
 * :func:`mig_wanted`: which GPUs of a host need MIG mode for a campaign plan;
   :func:`plan_mig` / :func:`verify_mig`: per-GPU MIG mode changes, pending modes and how to make
   them effective (GPU reset or host reboot);
-* :func:`graphics_restart_pending`: whether the configured host graphics type is in effect.
+* :func:`graphics_restart_pending`: whether the configured host graphics type is in effect;
+  :func:`passthrough_problems`: GPUs left in passthrough mode, named before anything changes.
 
 Formats and their public sources: ``tests/fixtures/esxi/README.md``.
 """
@@ -34,7 +35,7 @@ from miglab.core.esxi.driver import (
     plan_driver,
     verify_driver,
 )
-from miglab.core.esxi.graphics import graphics_restart_pending
+from miglab.core.esxi.graphics import graphics_restart_pending, passthrough_problems
 from miglab.core.esxi.host_facts import NVSMI_QUERY_FIELDS, nvsmi_state, pci_id
 from miglab.core.esxi.mig import mig_wanted, plan_mig, verify_mig
 
@@ -48,6 +49,7 @@ __all__ = [
     "mig_wanted",
     "nvsmi_state",
     "package_version",
+    "passthrough_problems",
     "pci_id",
     "plan_driver",
     "plan_mig",

@@ -22,3 +22,21 @@ def graphics_restart_pending(host_info: dict) -> dict:
             continue  # passthrough GPUs and hosts without a configuration are not ours
         gpus.append({"pci_id": pci, "in_effect": in_effect, "configured": configured})
     return {"pending": any(g["in_effect"] != g["configured"] for g in gpus), "gpus": gpus}
+
+
+def passthrough_problems(host_info: dict) -> list[str]:
+    """One line per NVIDIA GPU of the host in passthrough (DirectPath I/O) mode, or set to it for
+    the next boot: the host driver and nvidia-smi do not see such a GPU and vSphere gives it no
+    vGPU (real-lab notes V11: vSphere PciPassthruInfo; F. Denneman, 2023)."""
+    out = []
+    for g in host_info.get("gpus") or []:
+        if not (g.get("passthrough_enabled") or g.get("passthrough_active")):
+            continue
+        state = "is in" if g.get("passthrough_active") else "is set to (from the next boot)"
+        out.append(
+            f"{host_info.get('name') or 'host'}: GPU {g.get('pci_id')} ({g.get('name')}) {state} "
+            "passthrough (DirectPath I/O) mode: the NVIDIA host driver and nvidia-smi do not see "
+            "it and it holds no vGPU; turn passthrough off (vSphere Client: the host > Configure "
+            "> Hardware > PCI Devices > Toggle passthrough) and reboot the host"
+        )
+    return out
