@@ -130,14 +130,14 @@ def run(args) -> int:
     shutil.rmtree(boots, ignore_errors=True)  # a new simulator numbers its reboots from 1 again
     boots.mkdir(parents=True)
     extra.setdefault("*", {}).setdefault("boot_ack_dir", str(boots))
-    # The hosts' running vGPUs as their vGPU manager knows them (the simulator writes them; the
-    # ESXi stand-ins mount the folder for nvidia-smi vgpu -q / mig -lgi). The folder itself
-    # stays: containers have it mounted; a new simulator's state replaces the files.
-    vgpus = out / VGPUS
-    vgpus.mkdir(parents=True, exist_ok=True)
-    for old in vgpus.glob("*.json"):
+    # Each host's running vGPUs (as its vGPU manager knows them) and services, written by the
+    # simulator; the ESXi stand-ins mount the folder (nvidia-smi vgpu -q / mig -lgi, SSH on or
+    # off). The folder stays (containers have it mounted); a new simulator replaces the files.
+    seen = out / HOSTS_SEEN
+    seen.mkdir(parents=True, exist_ok=True)
+    for old in seen.glob("*.json"):
         old.unlink(missing_ok=True)
-    extra["*"].setdefault("vgpu_state_dir", str(vgpus))
+    extra["*"].setdefault("host_state_dir", str(seen))
     lab = vcsim_lab.lab_json(load_lab(args.inventory, catalog), catalog, host_extra=extra)
     names = [h["name"] for h in lab["hosts"]]
     with vcsim_lab.Vcsim(lab, reboot_seconds=args.reboot_seconds) as sim:
@@ -409,7 +409,7 @@ def _podman(*args: str) -> None:
 
 
 BOOTS = "boots"  # the reboot link's folder under --out (the simulator's boot_ack_dir)
-VGPUS = "vgpus"  # the hosts' running vGPUs under --out (the simulator's vgpu_state_dir)
+HOSTS_SEEN = "vcenter"  # what vCenter shows of each host (vGPUs, services): host_state_dir
 
 
 def _read_number(path: Path) -> int:

@@ -335,8 +335,8 @@ def start_hosts(inventory: Path, env: dict[str, str]) -> dict:
         "path": f"/vmfs/volumes/datastore1/{Path(path).name}",
     }
     key_pub = env["MIGLAB_ESXI_STANDIN_KEY"] + ".pub"
-    vgpus = SIM_DIR / "vgpus"  # the simulator writes each host's running vGPUs there (daemon.py)
-    vgpus.mkdir(parents=True, exist_ok=True)
+    seen = SIM_DIR / "vcenter"  # the simulator writes each host's vGPUs and services there
+    seen.mkdir(parents=True, exist_ok=True)
     for host in lab.hosts:
         name = host.name
         if _run(["podman", "container", "exists", name], check=False).returncode == 0:
@@ -355,7 +355,7 @@ def start_hosts(inventory: Path, env: dict[str, str]) -> dict:
                 "-v",
                 f"{key_pub}:/root/.ssh/authorized_keys:ro",
                 "-v",
-                f"{vgpus}:/var/lib/esxi-standin/vcenter:ro",
+                f"{seen}:/var/lib/esxi-standin/vcenter:ro",
                 "--ulimit",
                 "nofile=20000:20000",
                 "--ulimit",

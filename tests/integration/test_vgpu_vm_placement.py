@@ -29,7 +29,7 @@ def _sim(vcsim_factory, tmp_path, policy="consolidation"):
     for h in lab["hosts"]:
         h["graphics_type"] = "sharedDirect"
         h["assignment_policy"] = policy
-        h["vgpu_state_dir"] = str(state)
+        h["host_state_dir"] = str(state)
     return vcsim_factory(lab), state
 
 

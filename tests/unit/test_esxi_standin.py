@@ -212,7 +212,7 @@ def test_bundles_are_reproducible(tmp_path):
 def test_the_vgpu_managers_view_of_the_vgpus_vcenter_runs(host):
     """Real-lab notes V2: the vGPU manager, not vCenter, knows each vGPU's GPU instance and start
     slot (`nvidia-smi vgpu -q`, `nvidia-smi mig -lgi`); the stand-in shows what the simulated
-    vCenter placed (its vgpu_state_dir file), in NVIDIA's layouts, which miglab reads back."""
+    vCenter placed (its host_state_dir file), in NVIDIA's layouts, which miglab reads back."""
     import json
     import socket
 

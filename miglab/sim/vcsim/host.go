@@ -343,11 +343,11 @@ type vgpuStateGpu struct {
 	Vgpus []vgpuStateVgpu `json:"vgpus"`
 }
 
-// writeVgpuState writes the host's running vGPUs to <vgpu_state_dir>/<host>.json (atomically),
+// writeVgpuState writes the host's running vGPUs to <host_state_dir>/<host>.json (atomically),
 // what the host's vGPU manager knows: the ESXi stand-in's nvidia-smi vgpu -q and mig -lgi read
 // it. mu held.
 func (hs *hostState) writeVgpuState() {
-	dir := hs.lab.VgpuStateDir
+	dir := hs.lab.HostStateDir
 	if dir == "" {
 		return
 	}

@@ -75,7 +75,7 @@ type LabHost struct {
 	MigPlacements map[string]MigPlacement `json:"mig_placements"`
 	// optional: a folder where the host's running vGPUs are written (<dir>/<name>.json) at every
 	// change, for the ESXi stand-in's nvidia-smi vgpu -q and mig -lgi.
-	VgpuStateDir string `json:"vgpu_state_dir"`
+	HostStateDir string `json:"host_state_dir"`
 	// how long at most a maintenance-mode task that cannot succeed waits before its timeout
 	// fault (the real task waits its whole timeout); default 3
 	MaintenanceWaitCapS float64 `json:"maintenance_wait_cap_s"`
