@@ -128,7 +128,9 @@ def lab_json(
             vgpu_types += [t for t in types if t not in vgpu_types]
             for profile in model.profiles:
                 vgpu_type = model.mig_backed.get(profile.name)
-                if vgpu_type:
+                # without placement data (an imported model may lack it) the simulator falls
+                # back to summing compute slices for that type
+                if vgpu_type and profile.placements and profile.placement_size >= 1:
                     placements[vgpu_type] = {
                         "starts": list(profile.placements),
                         "size": profile.placement_size,

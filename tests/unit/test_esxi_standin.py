@@ -261,3 +261,119 @@ def test_the_vgpu_managers_view_of_the_vgpus_vcenter_runs(host):
         "s6-vm1": {"gpu": "00000000:3B:00.0", "mig_slot": 0, "vgpu": "GRID A100D-4-40C"},
         "s6-vm2": {"gpu": "00000000:3B:00.0", "mig_slot": 4, "vgpu": "GRID A100D-2-20C"},
     }
+
+
+def _standin_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("esxi_standin", STANDIN / "esxi_standin.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_lgi_profiles_are_the_catalogs():
+    """The stand-in names a vGPU type's GPU instance profile from the type's name (the container
+    has no catalog): for every model it plays, that is the catalog's mig_backed profile and id."""
+    from miglab.core.catalog import load_catalog
+
+    standin, catalog = _standin_module(), load_catalog()
+    checked = 0
+    for name, (_, _, mig, *_rest) in standin.GPU_MODELS.items():
+        if not mig:
+            continue
+        model = catalog.get(name)
+        gpu = standin._complete({"gpus": [{"model": name}]})["gpus"][0]
+        for p in model.profiles:
+            if p.name in model.mig_backed:
+                assert standin._profile_of(gpu, model.mig_backed[p.name]) == (p.name, p.id)
+                checked += 1
+    assert checked >= 20
+
+
+def test_vgpu_query_and_lgi_details(host):
+    """Real-lab notes V2 (what the host's vGPU manager shows): time-sliced vGPUs have no GPU
+    instance (N/A, not in -lgi), GPUs with MIG off are not in -lgi, ``-i`` selects GPUs, vGPU ids
+    are distinct and stable, and no state file (molecule) or a broken one means no vGPUs; without
+    a loaded driver both commands fail as every nvidia-smi command does there."""
+    import json
+    import socket
+
+    from miglab.formats.nvsmi_vgpu import parse_mig_lgi, parse_vgpu_query
+
+    path, _ = bundle(host.tmp)
+    host("esxi-standin", "init", "gpus=A100-PCIE-80GB:3", "mig=0,2")
+    host("esxi-standin", "preinstall", path)  # installed, not loaded yet
+    vcenter = host.tmp / "vcenter"
+    vcenter.mkdir()
+    host.env = {"ESXI_STANDIN_VCENTER_DIR": str(vcenter)}
+    for cmd in (("vgpu", "-q"), ("mig", "-lgi")):
+        r = host("nvidia-smi", *cmd)
+        assert r.returncode == 9 and "couldn't communicate with the NVIDIA driver" in r.stdout
+    host("esxi-standin", "reboot")
+
+    q = host("nvidia-smi", "vgpu", "-q")  # no file: every GPU, none active
+    assert q.returncode == 0
+    assert [line for line in q.stdout.splitlines() if not line.startswith(" ")] == [
+        "GPU 00000000:3B:00.0",
+        "GPU 00000000:5E:00.0",
+        "GPU 00000000:86:00.0",
+    ]
+    assert q.stdout.count("Active vGPUs                      : 0") == 3
+    assert host("nvidia-smi", "mig", "-lgi").stdout == "No GPU instances found: Not Found\n"
+
+    def vg(vm, t, gi=-1, start=-1, size=-1):
+        return {"vm": vm, "vm_uuid": "", "vgpu_type": t, "gpu_instance_id": gi,
+                "placement_start": start, "placement_size": size}  # fmt: skip
+
+    state = {
+        "host": socket.gethostname(),
+        "gpus": [
+            {"pci_id": "0000:3b:00.0", "name": "NVIDIA A100 80GB PCIe",
+             "vgpus": [vg("s7-vm1", "grid_a100d-2-20c", 1, 0, 2),
+                       vg("s7-vm2", "grid_a100d-2-20c", 2, 2, 2)]},
+            {"pci_id": "0000:5e:00.0", "name": "NVIDIA A100 80GB PCIe",
+             "vgpus": [vg("ts-1", "grid_a100d-20c"), vg("ts-2", "grid_a100d-20c")]},
+            {"pci_id": "0000:86:00.0", "name": "NVIDIA A100 80GB PCIe",
+             "vgpus": [vg("whole", "grid_a100d-7-80c", 0, 0, 8)]},
+        ],
+    }  # fmt: skip
+    (vcenter / f"{socket.gethostname()}.json").write_text(json.dumps(state))
+    q = host("nvidia-smi", "vgpu", "-q").stdout
+    vgpus = parse_vgpu_query(q)
+    assert [(v["vm"], v["gpu_instance_id"]) for v in vgpus] == [
+        ("s7-vm1", 1),
+        ("s7-vm2", 2),
+        ("ts-1", None),
+        ("ts-2", None),
+        ("whole", 0),
+    ]
+    assert "GPU Instance ID               : N/A" in q
+    assert "            Total                     : 20480 MiB" in q
+    ids = [line.split(":")[1].strip() for line in q.splitlines() if "vGPU ID" in line]
+    assert len(set(ids)) == 5 and all(i.isdigit() and int(i) < 2**32 for i in ids)
+    vm_ids = [line.split(":")[1].strip() for line in q.splitlines() if "VM ID" in line]
+    assert len(set(vm_ids)) == 5
+    assert host("nvidia-smi", "vgpu", "-q").stdout == q  # stable
+
+    lgi = host("nvidia-smi", "mig", "-lgi").stdout
+    assert [(g["gpu"], g["profile"], g["profile_id"], g["gpu_instance_id"], g["start"], g["size"])
+            for g in parse_mig_lgi(lgi)] == [(0, "2g.20gb", 14, 1, 0, 2),
+                                             (0, "2g.20gb", 14, 2, 2, 2),
+                                             (2, "7g.80gb", 0, 0, 0, 8)]  # fmt: skip
+    assert "|   2  MIG 7g.80gb          0        0          0:8     |" in lgi
+
+    one = host("nvidia-smi", "vgpu", "-q", "-i", "2").stdout
+    assert (
+        one.startswith("GPU 00000000:86:00.0\n") and "VM Name                       : whole" in one
+    )
+    assert "s7-vm1" not in one
+    only2 = host("nvidia-smi", "mig", "-lgi", "-i", "2").stdout
+    assert "7g.80gb" in only2 and "2g.20gb" not in only2
+    r = host("nvidia-smi", "mig", "-lgi", "-i", "1")  # MIG off on GPU 1: not listed
+    assert r.returncode == 6 and r.stdout == "No GPU instances found: Not Found\n"
+
+    (vcenter / f"{socket.gethostname()}.json").write_text("{not json")
+    assert (
+        host("nvidia-smi", "vgpu", "-q").stdout.count("Active vGPUs                      : 0") == 3
+    )

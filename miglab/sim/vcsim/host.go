@@ -364,6 +364,9 @@ func (hs *hostState) writeVgpuState() {
 				v.VM = vm.Name
 				if vm.Config != nil {
 					v.VMUUID = vm.Config.Uuid
+					if v.VMUUID == "" {
+						v.VMUUID = vm.Config.InstanceUuid
+					}
 				}
 			}
 			sg.Vgpus = append(sg.Vgpus, v)
@@ -634,11 +637,12 @@ func (g *gpuState) newGpuInstanceID(size int) int {
 // time-sliced type (framebuffer summed); a MIG type with placement rules needs a free start
 // (first fit), one without them free compute slices.
 func (hs *hostState) fits(g *gpuState, vgpu string) (bool, string, int) {
-	ok, why := g.fitsShape(vgpu)
+	pl, modelled := hs.migRule(g, vgpu)
+	ok, why := g.fitsShape(vgpu, modelled)
 	if !ok {
 		return false, why, -1
 	}
-	if pl, modelled := hs.migRule(g, vgpu); modelled {
+	if modelled {
 		st := g.firstFit(pl)
 		if st < 0 {
 			return false, "no free start slot for its GPU instance (starts " +
@@ -649,7 +653,11 @@ func (hs *hostState) fits(g *gpuState, vgpu string) (bool, string, int) {
 	return true, "", -1
 }
 
-func (g *gpuState) fitsShape(vgpu string) (bool, string) {
+// fitsShape checks what does not depend on start slots: passthrough, graphics type, no mixing of
+// MIG-backed and time-sliced types (one time-sliced type per GPU), framebuffer, and -- unless the
+// new vGPU's slot is modelled (slots) and every MIG vGPU on the GPU has one -- compute slices
+// summed.
+func (g *gpuState) fitsShape(vgpu string, slots bool) (bool, string) {
 	if g.passthruActive {
 		return false, "in passthrough mode"
 	}
@@ -665,8 +673,9 @@ func (g *gpuState) fitsShape(vgpu string) (bool, string) {
 		}
 		usedSlices += us
 		usedFB += ufb
+		slots = slots && u.size > 0
 	}
-	if mig && g.MigComputeSlices > 0 && usedSlices+slices > g.MigComputeSlices {
+	if mig && !slots && g.MigComputeSlices > 0 && usedSlices+slices > g.MigComputeSlices {
 		return false, "no free compute slices"
 	}
 	if int64(usedFB+fb)*1024 > g.MemoryMB {

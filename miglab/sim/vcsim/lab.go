@@ -12,10 +12,10 @@ import (
 
 // Lab is the lab file (-lab): see the schema at the top of main.go.
 type Lab struct {
-	Datacenter string    `json:"datacenter"`
-	Cluster    string    `json:"cluster"`
-	Datastore  string    `json:"datastore"`
-	Network    string    `json:"network"`
+	Datacenter string `json:"datacenter"`
+	Cluster    string `json:"cluster"`
+	Datastore  string `json:"datastore"`
+	Network    string `json:"network"`
 	// "off" (default: a lone host or a cluster without DRS, like the seed's), or a DRS
 	// automation level. Only the cluster's drsConfig shows it; nothing migrates VMs.
 	Drs   string    `json:"drs"`
@@ -265,12 +265,20 @@ func loadLab(path string) (*Lab, error) {
 			if g.MigMemorySlices < 0 || g.MigMemorySlices > 64 {
 				bad("%s.mig_memory_slices: must be 0..64", gw)
 			}
-			for t, pl := range h.MigPlacements {
-				for _, st := range pl.Starts {
-					if g.MigMemorySlices > 0 && st+pl.Size > g.MigMemorySlices {
-						bad("%s: mig_placements.%s start %d + size %d exceeds its %d memory slices",
-							gw, t, st, pl.Size, g.MigMemorySlices)
-					}
+		}
+		// A host may carry GPUs of several models (their types' rules all in mig_placements): a
+		// rule must fit the largest GPU; on a smaller one first fit skips starts beyond its end.
+		maxSlices := 0
+		for _, g := range h.GPUs {
+			if g.MigMemorySlices > maxSlices {
+				maxSlices = g.MigMemorySlices
+			}
+		}
+		for t, pl := range h.MigPlacements {
+			for _, st := range pl.Starts {
+				if maxSlices > 0 && st+pl.Size > maxSlices {
+					bad("%s.mig_placements.%s: start %d + size %d exceeds the %d memory slices "+
+						"of its GPUs", where, t, st, pl.Size, maxSlices)
 				}
 			}
 		}

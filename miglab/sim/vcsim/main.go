@@ -32,9 +32,15 @@
 //	      "subsystem_device_id": "0x1533",                // optional
 //	      "name": "NVIDIA A100 80GB PCIe",                // required
 //	      "memory_mb": 81920,                             // required: framebuffer
-//	      "mig_compute_slices": 7                         // optional: checked at power-on
-//	    }],
+//	      "mig_compute_slices": 7,                        // optional: checked at power-on
+//	      "mig_memory_slices": 8                          // optional: with mig_placements, the
+//	    }],                                               //   MIG start slots are modelled
 //	    "vgpu_types": ["grid_a100d-1-10c"],               // config.sharedPassthruGpuTypes
+//	    "mig_placements": {                               // optional: vGPU type -> where its GPU
+//	      "grid_a100d-1-10c": {"starts": [0, 1, 2, 3, 4, 5, 6], "size": 1}  // instance may
+//	    },                                                //   start, memory slices it takes
+//	    "host_state_dir": "/dir",                         // optional: <dir>/<name>.json, the
+//	                                                      //   host's vGPUs at every change
 //	    "graphics_type": "shared",                        // or "sharedDirect": active at start
 //	    "assignment_policy": "performance",               // or "consolidation"
 //	    "graphics_apply": "reboot",                       // or "immediate": when a new

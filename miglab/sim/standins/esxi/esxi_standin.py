@@ -9,6 +9,7 @@ Debian container that plays the host in molecule scenarios:
     vmware -v | -l | -vl
     nvidia-smi [-q] [-L] [--query-gpu=F,... --format=csv[,noheader][,nounits]]
     nvidia-smi -i IDS -mig 0|1 | -i IDS -r
+    nvidia-smi vgpu -q [-i IDS] | mig -lgi [-i IDS]   (the vGPUs the simulated vCenter runs here)
     esxi-standin init [gpus=MODEL:N,...] [mig=I,...] [in_use=I,...] [esxi=V] [acceptance=L]
     esxi-standin reboot | boot-request | preinstall [--loaded] ZIP | show
 
@@ -36,6 +37,7 @@ import re
 import socket
 import sys
 import zipfile
+import zlib
 from pathlib import Path
 
 STATE = Path(os.environ.get("ESXI_STANDIN_STATE", "/var/lib/esxi-standin/state.json"))
@@ -526,15 +528,24 @@ def _running_vgpus() -> dict[str, list[dict]]:
     except (OSError, ValueError):
         return {}
     out: dict[str, list[dict]] = {}
-    for g in data.get("gpus", []) if isinstance(data, dict) else []:
-        pci = str(g.get("pci_id", "")).upper()
-        if pci.count(":") == 2:
-            out["0000" + pci] = [v for v in g.get("vgpus", []) if isinstance(v, dict)]
+    gpus = data.get("gpus") if isinstance(data, dict) else None
+    for g in gpus if isinstance(gpus, list) else []:
+        if not isinstance(g, dict):
+            continue
+        pci = str(g.get("pci_id", "")).upper()  # 0000:3b:00.0 -> 00000000:3B:00.0
+        domain, _, rest = pci.partition(":")
+        if rest.count(":") == 1 and re.fullmatch(r"[0-9A-F]{1,8}", domain):
+            vgpus = g.get("vgpus", [])
+            out[f"{int(domain, 16):08X}:{rest}"] = [
+                v for v in (vgpus if isinstance(vgpus, list) else []) if isinstance(v, dict)
+            ]
     return out
 
 
 def _profile_of(gpu: dict, vgpu_type: str) -> tuple[str, int]:
-    """A MIG-backed vGPU type's GPU instance profile: (name, id), e.g. ("4g.40gb", 5)."""
+    """A MIG-backed vGPU type's GPU instance profile: (name, id), e.g. ("4g.40gb", 5). Read from
+    the type's name (the container has no miglab catalog); tests/unit/test_esxi_standin.py checks
+    it against the catalog's ``mig_backed`` and profile ids for every model played here."""
     m = _TYPE_RE.search(vgpu_type.lower())
     if not m:
         return "?", -1
@@ -546,8 +557,19 @@ def _profile_of(gpu: dict, vgpu_type: str) -> tuple[str, int]:
     return f"{slices}g.{gb}gb" + ("+me" if me else ""), ids.get((slices, double, me), -1)
 
 
-def _vm_number(name: str, base: int) -> int:
-    return base + int.from_bytes(name.encode()[:4].ljust(4, b"\0"), "big") % 1000003
+def _stable_number(text: str, low: int, span: int) -> int:
+    """A number in [low, low + span) derived from text (CRC-32): the same on every call."""
+    return low + zlib.crc32(text.encode()) % span
+
+
+def _vgpu_name(vgpu_type: str) -> str:
+    """NVIDIA's name of a vSphere vGPU type: grid_a100d-4-40c -> GRID A100D-4-40C,
+    nvidia_h100-1-10c -> NVIDIA H100-1-10C."""
+    t = vgpu_type.strip()
+    for prefix, brand in (("grid_", "GRID"), ("nvidia_", "NVIDIA")):
+        if t.lower().startswith(prefix):
+            return f"{brand} {t[len(prefix) :].upper()}"
+    return f"GRID {t.upper()}"
 
 
 def _vgpu_query(s, gpus) -> str:
@@ -560,18 +582,20 @@ def _vgpu_query(s, gpus) -> str:
         vgpus = running.get(g["bus_id"], [])
         lines.append(f"GPU {g['bus_id']}")
         lines.append(f"    {'Active vGPUs':<34}: {len(vgpus)}")
-        for v in vgpus:
+        for k, v in enumerate(vgpus):
             vm, vtype = str(v.get("vm", "")), str(v.get("vgpu_type", ""))
+            device = f"{vm}/{g['bus_id']}/{k}"
             gi = v.get("gpu_instance_id", -1)
             gi_text = gi if isinstance(gi, int) and gi >= 0 else "N/A"
-            m = _TYPE_RE.search(vtype.lower())
-            mib = int(m.group(2)) * 1024 if m else 0
+            m = _TYPE_RE.search(vtype.lower()) or re.search(r"-()(\d+)c$", vtype.lower())
+            mib = int(m.group(2)) * 1024 if m else 0  # MIG-backed -S-GGc, time-sliced -GGc
             lines += [
-                f"    {'vGPU ID':<34}: {_vm_number(vm, 3251634178)}",
-                f"        {'VM ID':<30}: {_vm_number(vm, 2103066)}",
+                # made-up stable ids: vGPU ID per VM and device (GPU, position), VM ID per VM
+                f"    {'vGPU ID':<34}: {_stable_number(device, 3_000_000_000, 1 << 30)}",
+                f"        {'VM ID':<30}: {_stable_number(vm, 2_000_000, 8_000_000)}",
                 f"        {'VM Name':<30}: {vm}",
-                f"        {'vGPU Name':<30}: GRID {vtype.upper().removeprefix('GRID_')}",
-                f"        {'vGPU Type':<30}: {600 + (_vm_number(vtype, 0) % 300)}",
+                f"        {'vGPU Name':<30}: {_vgpu_name(vtype)}",
+                f"        {'vGPU Type':<30}: {_stable_number(vtype.lower(), 600, 300)}",
                 f"        {'vGPU UUID':<30}: {v.get('vm_uuid') or 'N/A'}",
                 f"        {'Guest Driver Version':<30}: N/A",
                 f"        {'License Status':<30}: N/A",
