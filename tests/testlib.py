@@ -243,3 +243,14 @@ def wait_until(predicate, timeout: float = 60.0, step: float = 0.05) -> bool:
             return True
         time.sleep(step)
     return predicate()
+
+
+def vcenter_args(sim) -> dict:
+    """The vSphere modules' connection options for a running simulator (``miglab.sim.vcenter``)."""
+    return {
+        "hostname": sim.host,
+        "port": sim.port,
+        "username": sim.username,
+        "password": sim.password,
+        "ca_bundle": sim.ca_file,
+    }

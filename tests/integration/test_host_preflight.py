@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from testlib import collection_module, run_module
+from testlib import collection_module, run_module, vcenter_args
 
 pytestmark = pytest.mark.integration
 
@@ -21,13 +21,7 @@ def test_a_gpu_in_passthrough_mode_is_named(vcsim_factory):
     host.configManager.pciPassthruSystem.UpdatePassthruConfig(
         [vim.host.PciPassthruConfig(id="0000:5e:00.0", passthruEnabled=True, applyNow=True)]
     )
-    conn = {
-        "hostname": sim.host,
-        "port": sim.port,
-        "username": sim.username,
-        "password": sim.password,
-        "ca_bundle": sim.ca_file,
-    }
+    conn = vcenter_args(sim)
     info = run_module("esxi_gpu_info", {**conn, "esxi_hostname": [host.name]})["hosts"][host.name]
     by_id = {g["pci_id"]: g for g in info["gpus"]}
     assert by_id["0000:5e:00.0"]["passthrough_active"] is True

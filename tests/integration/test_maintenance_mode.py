@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from miglab.sim import vcenter as vcsim_lab
-from testlib import run_module
+from testlib import run_module, vcenter_args
 
 pytestmark = pytest.mark.integration
 
@@ -17,13 +17,7 @@ def _lab(vcsim_factory):
     lab = vcsim_lab.default_lab()
     lab["hosts"][0]["graphics_type"] = "sharedDirect"
     sim = vcsim_factory(lab)
-    conn = {
-        "hostname": sim.host,
-        "port": sim.port,
-        "username": sim.username,
-        "password": sim.password,
-        "ca_bundle": sim.ca_file,
-    }
+    conn = vcenter_args(sim)
     host = sim.lab["hosts"][0]["name"]
     return sim, conn, host
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from miglab.sim import vcenter as vcsim_lab
-from testlib import run_module
+from testlib import run_module, vcenter_args
 
 pytestmark = pytest.mark.integration
 
@@ -36,11 +36,7 @@ def _sim(vcsim_factory, tmp_path, policy="consolidation"):
 def _args(sim, vms, **kw):
     host = sim.lab["hosts"][0]["name"]
     return {
-        "hostname": sim.host,
-        "port": sim.port,
-        "username": sim.username,
-        "password": sim.password,
-        "ca_bundle": sim.ca_file,
+        **vcenter_args(sim),
         "host": host,
         "datastore": sim.lab["datastore"],
         "network": sim.lab["network"],

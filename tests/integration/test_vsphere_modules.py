@@ -7,19 +7,12 @@ import ssl
 import pytest
 
 from miglab.sim import vcenter as vcsim_lab
-from testlib import run_module
+from testlib import run_module, vcenter_args
 
 pytestmark = pytest.mark.integration
 
 
-def conn(sim) -> dict:
-    return {
-        "hostname": sim.host,
-        "port": sim.port,
-        "username": sim.username,
-        "password": sim.password,
-        "ca_bundle": sim.ca_file,
-    }
+conn = vcenter_args
 
 
 def lab_names(sim) -> tuple[str, str, str]:
