@@ -11,7 +11,7 @@ Debian container that plays the host in molecule scenarios:
     nvidia-smi -i IDS -mig 0|1 | -i IDS -r
     nvidia-smi vgpu -q [-i IDS] | mig -lgi [-i IDS]   (the vGPUs the simulated vCenter runs here)
     esxi-standin init [gpus=MODEL:N,...] [mig=I,...] [in_use=I,...] [esxi=V] [acceptance=L]
-    esxi-standin reboot | boot-request | preinstall [--loaded] ZIP | show
+    esxi-standin reboot | boot-request | preinstall [--loaded] ZIP | sshd | show
 
 It keeps the host's state in one JSON file ($ESXI_STANDIN_STATE, default
 /var/lib/esxi-standin/state.json): ESXi release, acceptance level, the installed NVIDIA driver
@@ -519,14 +519,22 @@ PROFILE_IDS_4 = {(1, False, False): 14, (1, False, True): 21, (2, False, False):
 _TYPE_RE = re.compile(r"-(\d+)-(\d+)c(me)?$")
 
 
+def _vcenter_view() -> dict | None:
+    """What the simulated vCenter says about this host (its vGPUs, services, lockdown mode), or
+    None when the simulator wrote no file for it (molecule, or no vCenter). The host name is the
+    container's ($ESXI_STANDIN_HOSTNAME outside one)."""
+    name = os.environ.get("ESXI_STANDIN_HOSTNAME") or socket.gethostname()
+    try:
+        data = json.loads((VCENTER_DIR / f"{name}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def _running_vgpus() -> dict[str, list[dict]]:
     """Bus id (nvidia-smi's spelling) -> the vGPUs vCenter runs on that GPU; nothing when the
     simulator wrote no file for this host (molecule, or no vCenter)."""
-    f = VCENTER_DIR / f"{socket.gethostname()}.json"
-    try:
-        data = json.loads(f.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
+    data = _vcenter_view() or {}
     out: dict[str, list[dict]] = {}
     gpus = data.get("gpus") if isinstance(data, dict) else None
     for g in gpus if isinstance(gpus, list) else []:
@@ -813,6 +821,35 @@ def _summary(s) -> str:
 
 
 # --------------------------------------------------------------------------------------------
+# SSH: the host's sshd, as its TSM-SSH service and lockdown mode allow (real-lab notes V6)
+# --------------------------------------------------------------------------------------------
+SSHD = os.environ.get("ESXI_STANDIN_SSHD", "/usr/sbin/sshd")
+
+
+def sshd(args: list[str]) -> str:
+    """``esxi-standin sshd``: one SSH connection on stdin/stdout (``sshd -i``, for ssh's
+    ProxyCommand), refused while vCenter shows TSM-SSH stopped -- ESXi's default policy ("start
+    and stop manually") stops it at every boot (ESXi service policy docs; F. Denneman,
+    "Installing the NVAIE vGPU driver", 2023) -- and without root login in lockdown mode
+    (vSphere Security, "Lockdown Mode": root is not an exception user by default). The refusal
+    reads as ssh prints a closed port 22. No file from the simulator (molecule): SSH runs."""
+    view = _vcenter_view() or {}
+    services = view.get("services") if isinstance(view.get("services"), dict) else {}
+    ssh = services.get("TSM-SSH")
+    if isinstance(ssh, dict) and ssh.get("running") is False:
+        name = os.environ.get("ESXI_STANDIN_HOSTNAME") or socket.gethostname()
+        raise Exit(255, err=f"ssh: connect to host {name} port 22: Connection refused\n")
+    argv = [SSHD, "-i", *args]
+    if view.get("lockdown_mode") not in (None, "lockdownDisabled"):
+        argv[2:2] = ["-o", "DenyUsers=root"]
+    with contextlib.suppress(OSError):
+        os.makedirs("/run/sshd", exist_ok=True)  # sshd's privilege separation folder
+    sys.stdout.flush()
+    os.execv(SSHD, argv)
+    return ""  # not reached
+
+
+# --------------------------------------------------------------------------------------------
 # the stand-in's own commands
 # --------------------------------------------------------------------------------------------
 
@@ -859,6 +896,8 @@ def standin(args: list[str]) -> str:
         _log(state, f"init {' '.join(args[1:])}")
         STATE.write_text(json.dumps(_complete(state), indent=2) + "\n")
         return ""
+    if cmd == "sshd":
+        return sshd(args[1:])
     if cmd == "show":
         with host_state(write=False) as s:
             return json.dumps(s, indent=2) + "\n"
@@ -867,7 +906,7 @@ def standin(args: list[str]) -> str:
 
 USAGE = (
     "init [gpus=MODEL:N,...] [mig=I,...] [in_use=I,...] [esxi=V] [acceptance=L] | reboot | "
-    "boot-request | preinstall [--loaded] ZIP | show"
+    "boot-request | preinstall [--loaded] ZIP | sshd [SSHD-OPTIONS] | show"
 )
 COMMANDS = {"esxcli": esxcli, "vmware": vmware, "nvidia-smi": nvidia_smi, "esxi-standin": standin}
 
