@@ -9,8 +9,10 @@ module: vgpu_vm
 short_description: Create, reconfigure, power and remove VMs with NVIDIA vGPUs on vSphere
 description:
   - Converges one VM (O(name)) or many (O(vms)) to a spec in one call and one vCenter session
-    C(EFI firmware, vCPUs, memory fully reserved and locked to max, the three pciPassthru
+    (firmware, vCPUs, memory fully reserved and locked to max, the three pciPassthru
     settings, vGPU devices, disk, network, guest OS, placement on a host, power state).
+  - A VM cloned from O(template) keeps the template's firmware (a guest installed for BIOS does
+    not boot as EFI, nor the reverse) and gets its own guest identity (O(guest_identity)).
   - Every VM is validated first (host exists, each vGPU type is offered by the host's
     C(sharedGpuCapabilities), datastore, network, template); on any problem nothing is changed.
   - The VMs' vCenter tasks run concurrently (at most O(concurrency) at a time); the result reports
@@ -48,7 +50,15 @@ options:
     description: VM folder path under the datacenter's VM folder (created when missing).
     type: str
   network:
-    description: Port group of the VM's vmxnet3 NIC.
+    description:
+      - Network of the VM's first NIC (vmxnet3; one is added when the VM has none), by name in
+        the datacenter. Its kind decides the NIC backing, as the vSphere API needs it - a
+        standard port group C(NetworkBackingInfo), a distributed port group (vDS, NSX segments
+        on a VDS included) C(DistributedVirtualPortBackingInfo) with the switch's uuid and the
+        port group's key, an NSX opaque network C(OpaqueNetworkBackingInfo).
+      - A NIC on the wrong backing type is moved to the right one (the diff shows both). A name
+        no network has, or that several have (a standard and a distributed port group), fails
+        before anything is changed; make the port group's name unique.
     type: str
   guest_id:
     description: vSphere guest OS identifier.
@@ -80,6 +90,29 @@ options:
   template:
     description: Clone a new VM from this template or VM.
     type: str
+  firmware:
+    description:
+      - C(config.firmware). Not set, a clone keeps its template's firmware, an existing VM its
+        own, and a VM created without O(template) gets V(efi).
+      - A clone asking for another firmware than its template's is refused before anything is
+        cloned (its guest would not boot); so is O(secure_boot) with V(bios).
+    type: str
+    choices: [efi, bios]
+  guest_identity:
+    description:
+      - What a new clone of O(template) gets so that clones of one template are told apart
+        (VMware KB 82229). V(cloud-init) sets the VM's C(guestinfo.metadata) (base64 JSON with
+        C(instance-id) and C(local-hostname), both the VM name; C(guestinfo.metadata.encoding)
+        V(base64)), which cloud-init's VMware datasource reads at boot; a new instance-id makes
+        cloud-init set the hostname and new SSH host keys on first boot.
+      - Set only when the clone is made; later runs leave the keys as they are (no change, no
+        new identity for a guest that already booted). V(none) sets nothing.
+      - cloud-init does not reset C(/etc/machine-id), from which systemd-networkd derives its
+        DHCP client id; give the template an empty one, or the clones share one DHCP address
+        (M(miglab.lab.vm_guest_address) fails naming them).
+      - Default V(cloud-init).
+    type: str
+    choices: [cloud-init, none]
   power_state:
     description: Power state to converge to; V(unchanged) leaves it as it is.
     type: str
@@ -220,6 +253,8 @@ VM_KEYS = {
     "advanced_settings": {"type": "dict"},
     "disk_gb": {"type": "int"},
     "template": {"type": "str"},
+    "firmware": {"type": "str", "choices": ["efi", "bios"]},
+    "guest_identity": {"type": "str", "choices": ["cloud-init", "none"]},
     "power_state": {"type": "str", "choices": ["poweredon", "poweredoff", "unchanged"]},
     "gpu": {"type": "int"},
     "mig_slot": {"type": "int"},
@@ -236,6 +271,7 @@ DEFAULTS = {
     "disk_gb": 64,
     "power_state": "unchanged",
     "gpu_pin": False,
+    "guest_identity": "cloud-init",
 }
 
 
@@ -283,6 +319,8 @@ def _desired(module) -> list:
                 gpu=merged["gpu"],
                 mig_slot=merged["mig_slot"],
                 gpu_pin=bool(merged["gpu_pin"]),
+                firmware=merged["firmware"],
+                guest_identity=merged["guest_identity"],
             )
         )
     return out

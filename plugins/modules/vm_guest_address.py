@@ -12,6 +12,9 @@ description:
     call per poll, until each is powered on and has an address (VMware Tools in the guest
     reports it), or until O(timeout).
   - Changes nothing. Used after powering a wave's VMs on, so that Ansible can reach them.
+  - Fails at once when two of the VMs report the same address, naming them and the address.
+    Clones of one template that were not customized share its machine-id and so one DHCP lease
+    (VMware KB 82229); waiting does not change that.
 version_added: "0.1.0"
 author: miglab developers
 extends_documentation_fragment: [miglab.lab.vmware]
@@ -82,7 +85,7 @@ def main() -> None:
     )
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
     require_miglab(module)
-    from miglab.adapters.vsphere.guests import read_guests
+    from miglab.adapters.vsphere.guests import duplicate_ips, read_guests
 
     names = list(dict.fromkeys(module.params["names"]))
     started = time.monotonic()
@@ -98,6 +101,9 @@ def main() -> None:
                 if s["power_state"] != "poweredOn" or not s["ip"]
             }
             waited = round(time.monotonic() - started, 1)
+            same = duplicate_ips(state)
+            if same:
+                module.fail_json(msg="; ".join(same), waited_s=waited)
             if not pending:
                 module.exit_json(
                     changed=False, addresses={n: state[n]["ip"] for n in names}, waited_s=waited

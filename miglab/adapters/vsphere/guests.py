@@ -28,6 +28,25 @@ def read_guests(si, names: Iterable[str]) -> dict[str, dict]:
     return out
 
 
+def duplicate_ips(states: dict[str, dict]) -> list[str]:
+    """One line per guest IP that several powered-on VMs of ``states`` (:func:`read_guests`)
+    report: clones of one template that were not customized keep its /etc/machine-id, from
+    which systemd-networkd derives its DHCP client id, and so share one lease (real-lab notes
+    V13, VMware KB 82229). Ansible would reach one guest for both."""
+    by_ip: dict[str, list[str]] = {}
+    for name, s in states.items():
+        if s.get("ip") and s.get("power_state") == "poweredOn":
+            by_ip.setdefault(s["ip"], []).append(name)
+    return [
+        f"{' and '.join(sorted(names))} report the same guest IP {ip}: clones of one template "
+        "that are not customized share its machine-id and so its DHCP lease (VMware KB 82229); "
+        "empty /etc/machine-id in the template (or give each clone its own identity) and "
+        "recreate the VMs"
+        for ip, names in sorted(by_ip.items())
+        if len(names) > 1
+    ]
+
+
 def guest_states(spec: ConnectionSpec, names: Iterable[str]) -> dict[str, dict]:
     """One session: log in, read the VMs of ``names`` (:func:`read_guests`), log out.
     Raises VsphereError, phrased for the operator, on any failure."""

@@ -15,6 +15,7 @@ from miglab.adapters.vsphere.vmspec import (
     cold_changes,
     current_view,
     desired_view,
+    firmware_problem,
     required_mmio_gb,
     vgpu_problems,
 )
@@ -204,6 +205,12 @@ class VmConverger:
                     problems.append(f"{d.name}: datastore {d.datastore!r} not found")
                 if d.template and d.template not in self.vms:
                     problems.append(f"{d.name}: template {d.template!r} not found")
+            # A clone keeps its template's firmware (notes V13); secure boot needs EFI.
+            current = self.vms[d.name][1].get("config.firmware") if exists else None
+            template = self._template_firmware(d) if not exists and d.template else None
+            why = firmware_problem(d, template, current)
+            if why:
+                problems.append(f"{d.name}: {why}")
             if d.network and d.network not in self.networks:
                 problems.append(f"{d.name}: network {d.network!r} not found")
             if d.vgpus and d.mmio_gb is None:
@@ -212,6 +219,9 @@ class VmConverger:
                     f"the vGPU type(s) {', '.join(d.vgpus)}"
                 )
         return problems
+
+    def _template_firmware(self, d: VmDesired) -> str | None:
+        return self.vms[d.template][1].get("config.firmware") if d.template in self.vms else None
 
     def mmio_warnings(self, d: VmDesired) -> list[str]:
         need = required_mmio_gb(d.vgpus)
@@ -238,7 +248,12 @@ class VmConverger:
                 res.actions.append("destroy")
                 res.after = None
             return res
-        res.after = desired_view(d, cur)
+        if cur is None and d.template:
+            res.after = desired_view(
+                d, None, clone=True, template_firmware=self._template_firmware(d)
+            )
+        else:
+            res.after = desired_view(d, cur)
         if cur is None:
             res.changed = True
             res.actions = ["clone from " + d.template if d.template else "create"]
@@ -408,9 +423,10 @@ class VmConverger:
                 self.timeout_s,
                 f"clone {d.name}",
             )
-            # The clone keeps the template's hardware; one reconfigure brings it to the spec
-            # (vGPU, vCPUs, memory reservation, firmware, pciPassthru settings).
-            spec = self._reconfig_spec(d, read_vm(self._props(obj), self.host_names))
+            # The clone keeps the template's hardware and firmware; one reconfigure brings it to
+            # the spec (vGPU, vCPUs, memory reservation, pciPassthru settings) and gives it its
+            # own guest identity (guestinfo, notes V13).
+            spec = self._reconfig_spec(d, read_vm(self._props(obj), self.host_names), clone=True)
             if spec != vim.vm.ConfigSpec():
                 wait(
                     obj.ReconfigVM_Task(spec),
@@ -440,12 +456,14 @@ class VmConverger:
         (res,) = pc.RetrieveContents([spec])
         return {p.name: p.val for p in res.propSet}
 
-    def _reconfig_spec(self, d: VmDesired, cur: dict | None, devices: bool = True):
+    def _reconfig_spec(
+        self, d: VmDesired, cur: dict | None, devices: bool = True, clone: bool = False
+    ):
         """A ConfigSpec carrying only what differs from ``cur`` (everything when creating)."""
         vim = self.vim
         spec = vim.vm.ConfigSpec()
         before = current_view(cur) if cur else {}
-        after = desired_view(d, cur)
+        after = desired_view(d, cur, clone=clone)
         if before.get("guest_id") != after["guest_id"]:
             spec.guestId = after["guest_id"]
         if before.get("vcpus") != after["vcpus"]:
@@ -458,7 +476,7 @@ class VmConverger:
         ):
             spec.memoryReservationLockedToMax = after["memory_reservation_locked_to_max"]
         if before.get("firmware") != after["firmware"]:
-            spec.firmware = "efi"
+            spec.firmware = after["firmware"]
         if before.get("secure_boot") != after["secure_boot"] or cur is None:
             spec.bootOptions = vim.vm.BootOptions(efiSecureBootEnabled=after["secure_boot"])
         extra = []

@@ -7,6 +7,9 @@ documents for the GPU (per vGPU; several vGPUs add up, rounded to a power of two
 
 from __future__ import annotations
 
+import base64
+import json
+import re
 from dataclasses import dataclass, field
 
 from miglab.core.catalog import Catalog, GpuModel, load_catalog
@@ -18,6 +21,14 @@ NO_VGPU_HINT = "none; is the NVIDIA host driver installed and the GPU in sharedD
 # unconfirmed); miglab checks where every vGPU landed either way.
 GPU_PIN_KEY = "pciPassthru0.cfg.gpu-pci-id"
 COLD_FIELDS = ("vcpus", "memory_mb", "vgpus", "firmware", "secure_boot", "host")
+FIRMWARES = ("efi", "bios")
+# Real-lab notes V13: clones of one template share the guest's identity unless customized. A
+# clone gets cloud-init's VMware datasource keys (cloud-init docs, "VMware" datasource, GuestInfo
+# keys): a new instance-id (cloud-init then runs its per-instance steps: new SSH host keys) and
+# local-hostname. It does not reset /etc/machine-id (cloud-init issue #4066): the template must
+# have an empty one, or the clones share a DHCP lease (VMware KB 82229; vm_guest_address says so).
+GUEST_IDENTITIES = ("cloud-init", "none")
+GUESTINFO_KEYS = ("guestinfo.metadata", "guestinfo.metadata.encoding")
 
 
 @dataclass
@@ -42,6 +53,10 @@ class VmDesired:
     mig_slot: int | None = None  # planned MIG start slot (checked on the host, not here)
     gpu_pin: bool = False  # pin the vGPU to the planned GPU (pciPassthru0.cfg.gpu-pci-id)
     gpu_pci_id: str | None = None  # the planned GPU's PCI id, resolved from the host
+    # None: a clone keeps its template's, an existing VM its own, a new VM gets efi (a guest
+    # installed for one firmware does not boot under the other: notes V13)
+    firmware: str | None = None
+    guest_identity: str = "cloud-init"  # cloud-init | none: what a new clone gets (notes V13)
 
     def extra_config(self) -> dict[str, str]:
         out = dict(self.advanced)
@@ -52,6 +67,37 @@ class VmDesired:
         if self.vgpus and self.gpu_pin and self.gpu_pci_id:
             out[GPU_PIN_KEY] = self.gpu_pci_id
         return out
+
+
+def guest_identity_config(d: VmDesired) -> dict[str, str]:
+    """The guestinfo keys that give a new clone its own identity (empty for ``none``)."""
+    if d.guest_identity != "cloud-init":
+        return {}
+    host = re.sub(r"[^A-Za-z0-9-]+", "-", d.name).strip("-")[:63] or "vm"
+    meta = json.dumps({"instance-id": d.name, "local-hostname": host}, sort_keys=True)
+    return {
+        "guestinfo.metadata": base64.b64encode(meta.encode()).decode(),
+        "guestinfo.metadata.encoding": "base64",
+    }
+
+
+def firmware_problem(
+    d: VmDesired, template_firmware: str | None, current: str | None = None
+) -> str | None:
+    """Why the VM would not boot as ``d`` asks: a clone of a template with
+    ``template_firmware`` switched to the other firmware, or secure boot without EFI
+    (``current``: an existing VM's firmware)."""
+    want = d.firmware or current or template_firmware or "efi"
+    if d.firmware and template_firmware and d.firmware != template_firmware:
+        article = "an" if d.firmware == "efi" else "a"
+        return (
+            f"template {d.template!r} has {template_firmware.upper()} firmware and a guest "
+            f"installed for it does not boot as {d.firmware.upper()}: use {article} "
+            f"{d.firmware.upper()} template or set the VM's firmware to {template_firmware}"
+        )
+    if d.secure_boot and want == "bios":
+        return "secure_boot needs efi firmware, the VM's is bios"
+    return None
 
 
 def gpu_of_vgpu_type(vgpu_type: str, catalog: Catalog | None = None) -> GpuModel | None:
@@ -114,9 +160,14 @@ def current_view(cur: dict) -> dict:
     }
 
 
-def desired_view(d: VmDesired, cur: dict | None) -> dict:
-    """``current_view`` as it should be, keeping what the user did not ask to change."""
+def desired_view(
+    d: VmDesired, cur: dict | None, *, clone: bool = False, template_firmware: str | None = None
+) -> dict:
+    """``current_view`` as it should be, keeping what the user did not ask to change. ``clone``:
+    the VM is a new clone of ``d.template`` (``cur`` is the clone, or None before cloning, then
+    ``template_firmware`` is the template's): it also gets its guest identity."""
     base = current_view(cur or {})
+    firmware = d.firmware or base["firmware"] or template_firmware or "efi"
     want = dict(base)
     want.update(
         {
@@ -126,7 +177,7 @@ def desired_view(d: VmDesired, cur: dict | None) -> dict:
             "memory_reservation_locked_to_max": True
             if d.vgpus
             else base["memory_reservation_locked_to_max"] or False,
-            "firmware": "efi",
+            "firmware": firmware,
             "secure_boot": d.secure_boot,
             "vgpus": sorted(d.vgpus),
         }
@@ -139,6 +190,8 @@ def desired_view(d: VmDesired, cur: dict | None) -> dict:
         want["disk_gb"] = d.disk_gb
     extra = dict(base["extra_config"])
     extra.update(d.extra_config())
+    if clone:  # only when cloning: a later run keeps what the guest booted with (idempotent)
+        extra.update(guest_identity_config(d))
     if not d.vgpus:
         for k in MMIO_KEYS:
             extra.pop(k, None)

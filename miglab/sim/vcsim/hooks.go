@@ -173,6 +173,7 @@ func clusterDrs(h *simulator.HostSystem) bool {
 // done follows up on finished calls: vGPU uses of VMs that powered on, off or went away.
 func done(ctx *simulator.Context, method string, this mo.Reference, req interface{},
 	res soap.HasFault) {
+	defer guestDone(method, this, req, res) // clones and guest addresses (clones.go)
 	switch method {
 	case "CreateVM_Task", "ReconfigVM_Task", "CloneVM_Task":
 		if vm := taskResultVM(method, this, res); vm != nil {

@@ -20,6 +20,10 @@ type Lab struct {
 	// automation level. Only the cluster's drsConfig shows it; nothing migrates VMs.
 	Drs   string    `json:"drs"`
 	Hosts []LabHost `json:"hosts"`
+	// optional (real-lab notes V13, clones.go): VM templates, and the subnet whose DHCP server
+	// leases the guests' addresses (none: no VM reports a guest IP)
+	Templates []LabTemplate `json:"templates"`
+	GuestDHCP string        `json:"guest_dhcp"`
 }
 
 // MigPlacement is where a MIG-backed vGPU type's GPU instance may start (memory slices) and how
@@ -283,6 +287,7 @@ func loadLab(path string) (*Lab, error) {
 			}
 		}
 	}
+	checkGuests(lab, bad)
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("%s:\n  %s", path, strings.Join(problems, "\n  "))
 	}

@@ -50,8 +50,17 @@
 //	    "reboot_never_returns": false,                    // a reboot leaves it notResponding
 //	    "capability": {"rebootSupported": true},          // overrides of host capability flags
 //	    "vgpu_capabilities": {"migrateSupported": true}   // overrides for every vGPU type
-//	  }]
-//	}
+//	  }],
+//	  "templates": [{                                     // optional (clones.go): VM templates
+//	    "name": "ubuntu-2204-bios",                       // required, unique
+//	    "host": "esxi-01.sim.miglab.test",                // optional, default the first host
+//	    "firmware": "efi",                                // or "bios": what its guest boots with
+//	    "guest_id": "ubuntu64Guest", "disk_gb": 16,       // optional
+//	    "machine_id": "",                                 // its guest's machine-id; "": sealed
+//	    "host_name": "ubuntu-2204-bios"                   // optional, default its name
+//	  }],
+//	  "guest_dhcp": "192.0.2.0/24"                        // optional: powered-on guests get a
+//	}                                                     //   lease per machine-id (guest IP)
 package main
 
 import (
@@ -283,5 +292,16 @@ func buildInventory(m *simulator.Model, lab *Lab, dsDir string, rebootSeconds fl
 			cfg.DrsConfig.DefaultVmBehavior = types.DrsBehavior(lab.Drs)
 		}
 	}
-	return nil
+	// The lab's templates (real-lab notes V13, clones.go), on the lab's network.
+	pool, err := cluster.ResourcePool(ctx)
+	if err != nil {
+		return err
+	}
+	var network types.ManagedObjectReference
+	for _, ref := range netFolder.ChildEntity {
+		if n, ok := simulator.Map.Get(ref).(*mo.Network); ok && n.Name == lab.Network {
+			network = n.Self
+		}
+	}
+	return createTemplates(ctx, c, lab, folders, pool, hostRefs, network)
 }
