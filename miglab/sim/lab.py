@@ -360,6 +360,12 @@ def start_hosts(inventory: Path, env: dict[str, str]) -> dict:
                 "nofile=20000:20000",
                 "--ulimit",
                 "nproc=4096:4096",
+                # ESXi's root file system and /tmp are small RAM disks (notes V7; stand-in README,
+                # "RAM disks"): root's ~/.ansible (Ansible's default remote tmp) and /tmp.
+                "--tmpfs",
+                "/root/.ansible:size=1m,mode=0700",
+                "--tmpfs",
+                "/tmp:size=8m,mode=1777",
                 env["MIGLAB_ESXI_STANDIN_IMAGE"],
             ]
         )

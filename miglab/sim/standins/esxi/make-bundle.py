@@ -7,8 +7,11 @@ writes OUT_DIR/NVD-<flavour>-<esxi>_<driver>-1OEM.<esxi>.0.0.<build>_<n>.zip and
 "<path> sha256:<hex>". The name, component, VIB and version strings follow NVIDIA's offline
 bundles (e.g. NVD-AIE-800_525.105.14-1OEM.800.1.0.20613240_21506612.zip holding component
 NVD-AIE-800 and VIB NVD-AIE_ESXi_8.0.0_Driver, see README.md); the content is only a manifest
-(standin-depot.json) that esxi_standin.py reads, not a VMware depot. The zip is byte-identical for
-the same arguments (fixed timestamps), so its checksum is stable.
+(standin-depot.json) that esxi_standin.py reads, not a VMware depot, plus a payload of
+pseudo-random bytes that gives the zip a real bundle's size relative to the stand-in's RAM disks
+(README.md, "RAM disks": real bundles are 100+ MB, the root RAM disk ~32 MB; here 3 MiB and 1 MiB).
+The zip is byte-identical for the same arguments (fixed timestamps, payload from SHAKE-256 of the
+arguments), so its checksum is stable.
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ from pathlib import Path
 
 # ESXi GA builds that NVIDIA's VIB versions name (1OEM.702.0.0.17630552, 1OEM.800.1.0.20613240).
 ESXI_BUILDS = {"7.0.2": "0.0.17630552", "8.0.0": "1.0.20613240"}
+# The payload (stored, not deflated: random bytes do not compress): 3 MiB, three times the
+# stand-in's 1 MiB root RAM disk, as a 100+ MB bundle is to ESXi's ~32 MB one.
+PAYLOAD_BYTES = 3 << 20
 FLAVOURS = {
     "AIE": "NVIDIA AI Enterprise vGPU driver for VMWare ESX-{esxi}",
     "VGPU": "NVIDIA vGPU driver for VMWare ESX-{esxi}",
@@ -53,7 +59,12 @@ def manifest(driver: str, esxi: str, flavour: str, acceptance: str) -> dict:
 
 
 def write(
-    driver: str, esxi: str, out_dir: Path, flavour: str = "AIE", acceptance: str = "VMwareAccepted"
+    driver: str,
+    esxi: str,
+    out_dir: Path,
+    flavour: str = "AIE",
+    acceptance: str = "VMwareAccepted",
+    payload_bytes: int = PAYLOAD_BYTES,
 ) -> tuple[Path, str]:
     data = manifest(driver, esxi, flavour, acceptance)
     depot_no = int(hashlib.sha256(f"{driver}{esxi}{flavour}".encode()).hexdigest()[:6], 16)
@@ -68,6 +79,10 @@ def write(
             info = zipfile.ZipInfo(member, date_time=(1980, 1, 1, 0, 0, 0))
             info.external_attr = 0o644 << 16
             z.writestr(info, text)
+        seed = f"miglab stand-in bundle {driver} {esxi} {flavour} {acceptance}".encode()
+        info = zipfile.ZipInfo("standin-payload.bin", date_time=(1980, 1, 1, 0, 0, 0))
+        info.external_attr = 0o644 << 16
+        z.writestr(info, hashlib.shake_256(seed).digest(payload_bytes), zipfile.ZIP_STORED)
     return path, "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
 
 
