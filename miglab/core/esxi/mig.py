@@ -6,6 +6,25 @@ from __future__ import annotations
 
 from miglab.core.esxi.host_facts import nvsmi_state
 
+# GPU architectures whose pending MIG mode a GPU reset (nvidia-smi -r) may make effective on
+# ESXi. NVIDIA prescribes a host reboot for Ampere (A100, A30) on ESXi, where the hypervisor does
+# not let nvidia-smi reset the GPU ("Resetting GPU ... is not supported"); Hopper switches an
+# idle GPU at once and is the one architecture where a reset is documented (real-lab notes V10:
+# NVIDIA AI Enterprise vGPU appendix, MIG User Guide). Unknown architectures: reboot.
+RESET_ARCHITECTURES = frozenset({"hopper"})
+
+
+def _architecture(name: str, catalog) -> str | None:
+    """The GPU's architecture from the catalog, by nvidia-smi's product name (None: unknown)."""
+    if catalog is None:
+        from miglab.core.catalog import load_catalog
+
+        catalog = load_catalog()
+    try:
+        return (catalog.get(name).architecture or "").lower() or None
+    except LookupError:
+        return None
+
 
 def _want_value(value) -> bool | None:
     if isinstance(value, bool):
@@ -104,15 +123,19 @@ def plan_mig(
     gpu_vms: dict | None = None,
     allow_reset: bool = False,
     allow_reboot: bool = True,
+    catalog=None,
 ) -> dict:
     """Per-GPU MIG mode changes for one host, from nvidia-smi's query (see :func:`nvsmi_state`).
 
     A GPU whose pending mode differs from the wanted one is *set* (``nvidia-smi -i IDS -mig 1|0``);
     one whose pending mode is right but current mode is not *waits for activation*: by a GPU
-    reset (``nvidia-smi -i IDS -r``) when ``allow_reset`` and no VM uses it (``gpu_vms``: vSphere
-    PCI id -> VM names, from miglab.lab.esxi_gpu_info; unknown counts as used), else by a host
-    reboot when ``allow_reboot``, else it is a problem. Plan again after setting: some GPUs switch
-    at once (the driver resets an idle GPU itself), others stay pending.
+    reset (``nvidia-smi -i IDS -r``) when ``allow_reset``, no VM uses it (``gpu_vms``: vSphere
+    PCI id -> VM names, from miglab.lab.esxi_gpu_info; unknown counts as used) and its
+    architecture is one where a reset is documented on ESXi (:data:`RESET_ARCHITECTURES`:
+    Hopper; an Ampere GPU always needs the reboot, real-lab notes V10; architectures from
+    ``catalog``, default miglab's), else by a host reboot when ``allow_reboot``, else it is a
+    problem. Plan again after setting: some GPUs switch at once (the driver resets an idle GPU
+    itself), others stay pending.
 
     Returns ``{"gpus", "enable", "disable", "activate", "activation", "reset", "problems",
     "notes", "summary"}``: ``enable`` / ``disable`` / ``activate`` / ``reset`` are nvidia-smi GPU
@@ -169,19 +192,36 @@ def plan_mig(
             for idx in activate
             if vms.get(by_index[idx]["pci_id"]) is None or vms[by_index[idx]["pci_id"]]
         }
-        if allow_reset and not busy:
+        no_reset = {}
+        for idx in activate:
+            arch = _architecture(by_index[idx]["name"], catalog)
+            if arch not in RESET_ARCHITECTURES:
+                kind = arch.capitalize() if arch else "architecture unknown"
+                no_reset[idx] = f"{by_index[idx]['name']}, {kind}"
+        if allow_reset and not busy and not no_reset:
             activation, reset = "reset", list(activate)
         elif allow_reboot:
             activation = "reboot"
             if allow_reset:
+                why = [
+                    f"GPU {i}: " + (", ".join(v) + " use it" if v else "VMs unknown")
+                    for i, v in busy.items()
+                ]
+                why += [
+                    f"GPU {i} ({what}): not supported on ESXi, NVIDIA prescribes a host reboot "
+                    "(a reset is documented for Hopper only)"
+                    for i, what in no_reset.items()
+                ]
                 notes.append(
-                    "GPU reset not possible ("
-                    + "; ".join(
-                        f"GPU {i}: " + (", ".join(v) + " use it" if v else "VMs unknown")
-                        for i, v in busy.items()
-                    )
-                    + "): the host reboots instead"
+                    "GPU reset not possible (" + "; ".join(why) + "): the host reboots instead"
                 )
+        elif allow_reset and not busy:
+            problems.append(
+                f"MIG mode is pending on GPU(s) {', '.join(map(str, activate))}: "
+                + "; ".join(f"GPU {i} ({what})" for i, what in no_reset.items())
+                + " needs a host reboot on ESXi (a GPU reset is documented for Hopper only), "
+                "which is not allowed (esxi_mig_reboot false)"
+            )
         else:
             problems.append(
                 f"MIG mode is pending on GPU(s) {', '.join(map(str, activate))} and needs a GPU "

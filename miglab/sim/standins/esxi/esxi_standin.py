@@ -685,15 +685,25 @@ def _set_mig(s, gpus, enable: bool) -> str:
             out.append("Treating as warning and moving on.")
             continue
         g["mig_pending"] = enable
-        # On ESXi the vGPU Manager holds the GPU: Ampere GPUs keep the new mode pending until the
-        # GPU is reset or the host reboots; an idle Hopper GPU is reset by the driver at once.
+        state = "enable" if enable else "disable"
+        # On ESXi an Ampere GPU's new mode stays pending until the host reboots: the hypervisor
+        # does not let nvidia-smi reset it ("Not Supported"; real-lab notes V10: an A100 ESXi
+        # capture and the MIG User Guide's passthrough example print exactly these two lines).
+        # An idle Hopper GPU is reset by the driver at once; a busy one stays pending.
         if g["arch"] == "Hopper" and not g["in_use"]:
             g["mig_current"] = enable
             out.append(f"{word} MIG Mode for GPU {g['bus_id']}")
         elif g["mig_current"] == enable:
             out.append(f"{word} MIG Mode for GPU {g['bus_id']}")
+        elif g["arch"] == "Ampere":
+            out.append(
+                f"Warning: MIG mode is in pending {state} state for GPU {g['bus_id']}:Not Supported"
+            )
+            out.append(
+                "Reboot the system or try nvidia-smi --gpu-reset to make MIG mode effective on GPU "
+                f"{g['bus_id']}"
+            )
         else:
-            state = "enable" if enable else "disable"
             out.append(
                 f"Warning: MIG mode is in pending {state} state for GPU {g['bus_id']}:In use by "
                 "another client"
@@ -711,6 +721,13 @@ def _set_mig(s, gpus, enable: bool) -> str:
 
 
 def _reset(s, gpus) -> str:
+    # Ampere under ESXi: GPU reset is not a supported path (NVIDIA prescribes a host reboot;
+    # real-lab notes V10). Wording of the MIG User Guide's passthrough example ("Resetting GPU
+    # ... is not supported."); the exit status is approximate (NVML's NOT_SUPPORTED is 3).
+    ampere = [n for n in gpus if s["gpus"][n]["arch"] == "Ampere"]
+    if ampere:
+        lines = [f"Resetting GPU {s['gpus'][n]['bus_id']} is not supported." for n in ampere]
+        raise Exit(3, out="\n".join(lines) + "\n")
     busy = [n for n in gpus if s["gpus"][n]["in_use"]]
     if busy:
         lines = ["The following GPUs could not be reset:"]
