@@ -105,6 +105,11 @@ def esxi_passthrough_problems(host_info):
     return _lib().passthrough_problems(_plain(host_info))
 
 
+def esxi_vgpu_offer_problems(host_info, vgpus):
+    """Why the host does not offer these vGPU types now (real-lab notes V9), one line each."""
+    return _lib().vgpu_offer_problems(_plain(host_info), _plain(vgpus))
+
+
 def esxi_install_result(text):
     return _parse(_formats().parse_install_result, text)
 
@@ -143,6 +148,7 @@ class FilterModule:
             "esxi_gpu_vms": esxi_gpu_vms,
             "esxi_graphics_pending": esxi_graphics_pending,
             "esxi_passthrough_problems": esxi_passthrough_problems,
+            "esxi_vgpu_offer_problems": esxi_vgpu_offer_problems,
             "esxi_install_result": esxi_install_result,
             "esxi_esxcli_error": esxi_esxcli_error,
             "esxi_vib_list": esxi_vib_list,

@@ -463,8 +463,11 @@ def test_mig_plan_enable_then_pending_then_reboot():
     assert after["activation"] == "reboot" and after["problems"] == []
 
 
+H100 = "NVIDIA H100 PCIe"
+
+
 def test_mig_plan_reset_only_when_allowed_and_idle():
-    pending = query((A100, "Disabled", "Enabled"))
+    pending = query((H100, "Disabled", "Enabled"))
     idle = {"0000:3b:00.0": []}
     assert esxi.plan_mig(pending, {0: True}, idle, allow_reset=True)["activation"] == "reset"
     busy = esxi.plan_mig(pending, {0: True}, {"0000:3b:00.0": ["vm1"]}, allow_reset=True)
@@ -473,6 +476,29 @@ def test_mig_plan_reset_only_when_allowed_and_idle():
     assert unknown["activation"] == "reboot" and "VMs unknown" in unknown["notes"][0]
     stuck = esxi.plan_mig(pending, {0: True}, idle, allow_reset=False, allow_reboot=False)
     assert "neither of which is allowed" in stuck["problems"][0]
+
+
+def test_mig_plan_ampere_reboots_even_when_reset_is_allowed():
+    """V10: NVIDIA prescribes a host reboot for Ampere on ESXi; a reset only for Hopper."""
+    idle = {"0000:3b:00.0": [], "0000:5e:00.0": []}
+    for name in (A100, "NVIDIA A30", "NVIDIA A100-PCIE-40GB"):
+        plan = esxi.plan_mig(
+            query((name, "Disabled", "Enabled")), {0: True}, idle, allow_reset=True
+        )
+        assert (plan["activation"], plan["reset"]) == ("reboot", []), name
+        assert "Ampere): not supported on ESXi, NVIDIA prescribes a host reboot" in plan["notes"][0]
+    # one Ampere GPU among them: the reboot does it for all (no reset of the Hopper GPU first)
+    mixed = esxi.plan_mig(query((H100, "Disabled", "Enabled"), (A100, "Disabled", "Enabled")),
+                          {0: True, 1: True}, idle, allow_reset=True)  # fmt: skip
+    assert (mixed["activation"], mixed["reset"]) == ("reboot", [])
+    # a GPU the catalog does not know: no documented reset either
+    odd = esxi.plan_mig(query(("NVIDIA X1", "Disabled", "Enabled")), {0: True}, idle, True)
+    assert odd["activation"] == "reboot" and "architecture unknown" in odd["notes"][0]
+    # reset allowed, reboot not: a clear problem naming the GPU and why
+    stuck = esxi.plan_mig(query((A100, "Disabled", "Enabled")), {0: True}, idle, True, False)
+    assert stuck["activation"] == "none"
+    assert "GPU 0 (NVIDIA A100 80GB PCIe, Ampere) needs a host reboot" in stuck["problems"][0]
+    assert "esxi_mig_reboot false" in stuck["problems"][0]
 
 
 def test_mig_plan_nothing_to_do_and_problems():
@@ -509,11 +535,57 @@ def test_graphics_restart_pending():
     assert out == {
         "pending": True,
         "gpus": [{"pci_id": "0000:3b:00.0", "in_effect": "shared", "configured": "sharedDirect"}],
+        "no_driver": [],
     }
     info["graphics_info"][0]["graphics_type"] = "sharedDirect"
     assert esxi.graphics_restart_pending(info)["pending"] is False
     info["graphics_config"]["devices"] = {"0000:3B:00.0": "shared"}
     assert esxi.graphics_restart_pending(info)["pending"] is True
+
+
+def test_graphics_basic_before_the_driver():
+    """V9: before the host driver a GPU's graphics type is basic: pending, and named."""
+    info = {
+        "graphics_config": {"default_graphics_type": "sharedDirect", "devices": {}},
+        "graphics_info": [{"pci_id": "0000:3B:00.0", "graphics_type": "basic"}],
+    }
+    out = esxi.graphics_restart_pending(info)
+    assert out["pending"] is True and out["no_driver"] == ["0000:3b:00.0"]
+
+
+def _host_info(types, *graphics):
+    return {
+        "name": "esxi-01",
+        "vgpu_types": list(types),
+        "graphics_info": [
+            {"pci_id": f"0000:{b}:00.0", "vendor": "NVIDIA Corporation", "graphics_type": g}
+            for b, g in zip(("3b", "5e"), graphics, strict=False)
+        ],
+    }
+
+
+@pytest.mark.parametrize(
+    ("types", "graphics", "vgpu", "why"),
+    [
+        ([], ("basic", "basic"), "grid_a100d-2-20c", "no NVIDIA host driver is loaded"),
+        ([], ("shared", "basic"), "grid_a100d-2-20c", "graphics type basic, shared, not Shared"),
+        (["grid_a100d-20c"], ("sharedDirect",), "grid_a100d-2-20c", "no GPU is in MIG mode"),
+        (["grid_a100d-2-20c"], ("sharedDirect",), "grid_a100d-20c", "its GPUs are in MIG mode"),
+        (["grid_a100d-2-20c"], ("sharedDirect",), "grid_zz-1c", "catalog does not know"),
+        (["grid_a100d-2-20c"], ("sharedDirect",), "nvidia_h100-1-10c", "not a type of this"),
+        ([], (), "grid_a100d-2-20c", "no NVIDIA GPU"),
+    ],
+)
+def test_vgpu_offer_problems_say_why(types, graphics, vgpu, why):
+    """V9: a type the host does not offer now, named with the host and the reason."""
+    (line,) = esxi.vgpu_offer_problems(_host_info(types, *graphics), [vgpu])
+    assert line.startswith(f"esxi-01: vGPU type {vgpu} is not offered now: ")
+    assert why in line
+
+
+def test_vgpu_offer_problems_none_when_offered():
+    info = _host_info(["grid_a100d-2-20c"], "sharedDirect")
+    assert esxi.vgpu_offer_problems(info, ["grid_a100d-2-20c"]) == []
 
 
 # --- the filters are thin ------------------------------------------------------------------------

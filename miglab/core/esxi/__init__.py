@@ -18,7 +18,9 @@ the roles decide is decided here:
 * :func:`mig_wanted`: which GPUs of a host need MIG mode for a campaign plan;
   :func:`plan_mig` / :func:`verify_mig`: per-GPU MIG mode changes, pending modes and how to make
   them effective (GPU reset or host reboot);
-* :func:`graphics_restart_pending`: whether the configured host graphics type is in effect;
+* :func:`graphics_restart_pending`: whether the configured host graphics type is in effect
+  (``basic``: no host driver yet); :func:`vgpu_offer_problems`: why a host does not offer a vGPU
+  type now (no driver, not Shared Direct, MIG mode);
   :func:`passthrough_problems`: GPUs left in passthrough mode, named before anything changes.
 
 Formats and their public sources: ``tests/fixtures/esxi/README.md``.
@@ -35,7 +37,11 @@ from miglab.core.esxi.driver import (
     plan_driver,
     verify_driver,
 )
-from miglab.core.esxi.graphics import graphics_restart_pending, passthrough_problems
+from miglab.core.esxi.graphics import (
+    graphics_restart_pending,
+    passthrough_problems,
+    vgpu_offer_problems,
+)
 from miglab.core.esxi.host_facts import NVSMI_QUERY_FIELDS, nvsmi_state, pci_id
 from miglab.core.esxi.mig import mig_wanted, plan_mig, verify_mig
 
@@ -55,4 +61,5 @@ __all__ = [
     "plan_mig",
     "verify_driver",
     "verify_mig",
+    "vgpu_offer_problems",
 ]
