@@ -188,27 +188,13 @@ func setupHost(h *simulator.HostSystem, lh *LabHost, rebootSeconds float64) *hos
 		ScreenshotSupported:                     true,
 	}
 
-	// vGPU types and their capabilities.
-	h.Config.SharedPassthruGpuTypes = append([]string(nil), lh.VgpuTypes...)
-	h.Config.SharedGpuCapabilities = nil
-	for _, t := range lh.VgpuTypes {
-		h.Config.SharedGpuCapabilities = append(h.Config.SharedGpuCapabilities,
-			types.HostSharedGpuCapabilities{
-				Vgpu:                    t,
-				DiskSnapshotSupported:   vgpuCapOr(lh, "diskSnapshotSupported", true),
-				MemorySnapshotSupported: vgpuCapOr(lh, "memorySnapshotSupported", true),
-				SuspendSupported:        vgpuCapOr(lh, "suspendSupported", true),
-				MigrateSupported:        vgpuCapOr(lh, "migrateSupported", true),
-			})
-	}
-
-	// Managers the stock configManager points at but never registered.
+	// Managers the stock configManager points at but never registered. The vGPU types the host
+	// offers (config.sharedPassthruGpuTypes / sharedGpuCapabilities) follow from the driver, the
+	// graphics types and MIG modes in effect: publish (real-lab notes V9).
 	hs.gm = &GraphicsManager{hs: hs}
 	hs.gm.Self = types.ManagedObjectReference{
 		Type: "HostGraphicsManager", Value: "graphicsManager-" + h.Self.Value,
 	}
-	hs.gm.SharedPassthruGpuTypes = h.Config.SharedPassthruGpuTypes
-	hs.gm.SharedGpuCapabilities = h.Config.SharedGpuCapabilities
 	simulator.Map.Put(hs.gm)
 	gmRef := hs.gm.Self
 	h.ConfigManager.GraphicsManager = &gmRef
@@ -266,6 +252,63 @@ func vgpuCapOr(lh *LabHost, key string, def bool) bool {
 	return def
 }
 
+// driverLoaded: the NVIDIA host driver runs (lab key driver_loaded, default true).
+func (hs *hostState) driverLoaded() bool {
+	return hs.lab.DriverLoaded == nil || *hs.lab.DriverLoaded
+}
+
+// graphicsType is HostGraphicsInfo.graphicsType of a GPU: direct in passthrough, basic while no
+// host driver is loaded (vSphere API HostGraphicsInfoGraphicsType: "Basic graphics when no host
+// driver is available"), else the type in effect (real-lab notes V9).
+func (hs *hostState) graphicsType(g *gpuState) string {
+	switch {
+	case g.passthruActive:
+		return "direct"
+	case !hs.driverLoaded():
+		return "basic"
+	}
+	return g.active
+}
+
+// offersKind says whether a GPU offers vGPU types of a kind (MIG-backed or time-sliced) now, and
+// why not: the vGPU manager offers types only with its driver loaded on a GPU in Shared Direct
+// mode, MIG-backed types only in MIG mode, time-sliced ones only outside it (real-lab notes V9;
+// a GPU whose lab entry has no mig_mode offers both).
+func (hs *hostState) offersKind(g *gpuState, mig bool) (bool, string) {
+	if gt := hs.graphicsType(g); gt != "sharedDirect" {
+		why := "graphics type " + gt + ", not sharedDirect"
+		switch gt {
+		case "basic":
+			why = "graphics type basic: no NVIDIA host driver loaded"
+		case "direct":
+			why = "in passthrough mode"
+		}
+		return false, why
+	}
+	if g.MigMode != nil && *g.MigMode != mig {
+		if mig {
+			return false, "not in MIG mode (MIG-backed types need it)"
+		}
+		return false, "in MIG mode (time-sliced types need it off)"
+	}
+	return true, ""
+}
+
+// offeredTypes: the lab's vGPU types some GPU offers now, in lab order; mu held.
+func (hs *hostState) offeredTypes() []string {
+	var out []string
+	for _, t := range hs.lab.VgpuTypes {
+		mig, _, _ := vgpuShape(t)
+		for _, g := range hs.gpus {
+			if ok, _ := hs.offersKind(g, mig); ok {
+				out = append(out, t)
+				break
+			}
+		}
+	}
+	return out
+}
+
 // configuredType is the graphics type the configuration gives a GPU (a per-device override, else
 // the host default).
 func (hs *hostState) configuredType(g *gpuState) string {
@@ -291,10 +334,7 @@ func (hs *hostState) publish() {
 	var pt []types.BaseHostPciPassthruInfo
 	pt = append(pt, hs.pt.base...)
 	for _, g := range hs.gpus {
-		kind := g.active
-		if g.passthruActive {
-			kind = "direct"
-		}
+		kind := hs.graphicsType(g)
 		var vms []types.ManagedObjectReference
 		seen := map[types.ManagedObjectReference]bool{}
 		for _, u := range g.uses {
@@ -314,6 +354,19 @@ func (hs *hostState) publish() {
 	}
 	cfg := hs.config
 	cfg.DeviceType = append([]types.HostGraphicsConfigDeviceType(nil), hs.config.DeviceType...)
+	offered := hs.offeredTypes()
+	var caps []types.HostSharedGpuCapabilities
+	for _, t := range offered {
+		caps = append(caps, types.HostSharedGpuCapabilities{
+			Vgpu:                    t,
+			DiskSnapshotSupported:   vgpuCapOr(hs.lab, "diskSnapshotSupported", true),
+			MemorySnapshotSupported: vgpuCapOr(hs.lab, "memorySnapshotSupported", true),
+			SuspendSupported:        vgpuCapOr(hs.lab, "suspendSupported", true),
+			MigrateSupported:        vgpuCapOr(hs.lab, "migrateSupported", true),
+		})
+	}
+	hs.gm.SharedPassthruGpuTypes, hs.gm.SharedGpuCapabilities = offered, caps
+	hs.host.Config.SharedPassthruGpuTypes, hs.host.Config.SharedGpuCapabilities = offered, caps
 
 	hs.gm.GraphicsInfo = infos
 	hs.gm.GraphicsConfig = &cfg
@@ -323,6 +376,7 @@ func (hs *hostState) publish() {
 	hs.host.Config.PciPassthruInfo = pt
 	simulator.Map.Update(hs.gm, []types.PropertyChange{
 		{Name: "graphicsInfo", Val: infos}, {Name: "graphicsConfig", Val: &cfg},
+		{Name: "sharedPassthruGpuTypes", Val: offered}, {Name: "sharedGpuCapabilities", Val: caps},
 	})
 	simulator.Map.Update(hs.pt, []types.PropertyChange{{Name: "pciPassthruInfo", Val: pt}})
 	hs.writeVgpuState()
@@ -637,6 +691,10 @@ func (g *gpuState) newGpuInstanceID(size int) int {
 // time-sliced type (framebuffer summed); a MIG type with placement rules needs a free start
 // (first fit), one without them free compute slices.
 func (hs *hostState) fits(g *gpuState, vgpu string) (bool, string, int) {
+	mig, _, _ := vgpuShape(vgpu)
+	if ok, why := hs.offersKind(g, mig); !ok { // driver, graphics type, MIG mode (V9)
+		return false, why, -1
+	}
 	pl, modelled := hs.migRule(g, vgpu)
 	ok, why := g.fitsShape(vgpu, modelled)
 	if !ok {

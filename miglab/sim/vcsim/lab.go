@@ -42,6 +42,9 @@ type LabGPU struct {
 	MemoryMB         int64  `json:"memory_mb"`           // 81920
 	MigComputeSlices int    `json:"mig_compute_slices"`  // optional, 7 for an A100; 0: unchecked
 	MigMemorySlices  int    `json:"mig_memory_slices"`   // optional, 8 for an A100; 0: no slot model
+	// optional (real-lab notes V9): MIG mode in effect; a GPU in MIG mode offers only MIG-backed
+	// types, one not in MIG mode only time-sliced ones. Unset: both (the lab does not say).
+	MigMode *bool `json:"mig_mode"`
 
 	bus, slot, function byte
 	deviceID, subID     int16
@@ -80,6 +83,9 @@ type LabHost struct {
 	// optional: a folder where the host's running vGPUs are written (<dir>/<name>.json) at every
 	// change, for the ESXi stand-in's nvidia-smi vgpu -q and mig -lgi.
 	HostStateDir string `json:"host_state_dir"`
+	// optional, default true (real-lab notes V9): the NVIDIA host driver is loaded. Without it
+	// the GPUs' graphics type is basic and the host offers no vGPU type.
+	DriverLoaded *bool `json:"driver_loaded"`
 	// how long at most a maintenance-mode task that cannot succeed waits before its timeout
 	// fault (the real task waits its whole timeout); default 3
 	MaintenanceWaitCapS float64 `json:"maintenance_wait_cap_s"`

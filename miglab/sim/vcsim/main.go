@@ -33,8 +33,11 @@
 //	      "name": "NVIDIA A100 80GB PCIe",                // required
 //	      "memory_mb": 81920,                             // required: framebuffer
 //	      "mig_compute_slices": 7,                        // optional: checked at power-on
-//	      "mig_memory_slices": 8                          // optional: with mig_placements, the
-//	    }],                                               //   MIG start slots are modelled
+//	      "mig_memory_slices": 8,                         // optional: with mig_placements, the
+//	                                                      //   MIG start slots are modelled
+//	      "mig_mode": true                                // optional: MIG-backed types only (false:
+//	    }],                                               //   time-sliced only; unset: both)
+//	    "driver_loaded": true,                            // false: graphics type basic, no types
 //	    "vgpu_types": ["grid_a100d-1-10c"],               // config.sharedPassthruGpuTypes
 //	    "mig_placements": {                               // optional: vGPU type -> where its GPU
 //	      "grid_a100d-1-10c": {"starts": [0, 1, 2, 3, 4, 5, 6], "size": 1}  // instance may
