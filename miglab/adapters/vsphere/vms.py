@@ -8,6 +8,13 @@ from dataclasses import dataclass, field
 
 from miglab.adapters.vsphere import props
 from miglab.adapters.vsphere.connection import VsphereError
+from miglab.adapters.vsphere.networks import (
+    NetworkError,
+    NetworkIndex,
+    backing_for,
+    collect_networks,
+    nic_of_backing,
+)
 from miglab.adapters.vsphere.tasks import fault_text, wait
 from miglab.adapters.vsphere.vmspec import (
     VmDesired,
@@ -79,12 +86,13 @@ def _power_state(value) -> str:
     )
 
 
-def read_vm(p: dict, host_names: dict) -> dict:
-    """Normalise one VM's collected properties into miglab's comparable view."""
+def read_vm(p: dict, host_names: dict, networks: NetworkIndex | None = None) -> dict:
+    """Normalise one VM's collected properties into miglab's comparable view; ``networks``
+    names a NIC on a distributed or opaque network (its backing names none)."""
     from pyVmomi import vim
 
     devices = p.get("config.hardware.device") or []
-    vgpus, disk_kb, network = [], None, None
+    vgpus, disk_kb, network, nic = [], None, None, None
     for d in devices:
         if isinstance(d, vim.vm.device.VirtualPCIPassthrough) and isinstance(
             d.backing, vim.vm.device.VirtualPCIPassthrough.VmiopBackingInfo
@@ -92,12 +100,14 @@ def read_vm(p: dict, host_names: dict) -> dict:
             vgpus.append(d.backing.vgpu)
         elif isinstance(d, vim.vm.device.VirtualDisk) and disk_kb is None:
             disk_kb = d.capacityInKB
-        elif isinstance(d, vim.vm.device.VirtualEthernetCard) and network is None:
+        elif isinstance(d, vim.vm.device.VirtualEthernetCard) and nic is None:
             info = getattr(d, "deviceInfo", None)
             network = getattr(info, "summary", None) if info else None
-            backing = d.backing
-            if isinstance(backing, vim.vm.device.VirtualEthernetCard.NetworkBackingInfo):
-                network = backing.deviceName
+            nic = nic_of_backing(d.backing) or {}
+            if networks is not None:
+                network = networks.name_of(nic) or network
+            elif nic.get("network"):
+                network = nic["network"]
     boot = p.get("config.bootOptions")
     host = p.get("runtime.host")
     return {
@@ -113,6 +123,7 @@ def read_vm(p: dict, host_names: dict) -> dict:
         "vgpus": sorted(vgpus),
         "disk_gb": None if disk_kb is None else disk_kb // (1024 * 1024),
         "network": network,
+        "network_backing": nic or None,
         "power_state": _power_state(p.get("runtime.powerState")),
         "_devices": devices,
     }
@@ -160,7 +171,7 @@ class VmConverger:
         for obj, p in props.collect(si, vim.VirtualMachine, VM_PROPS, self.dc):
             self.vms[p.get("name")] = (obj, p)
         self.datastores = props.by_name(si, vim.Datastore, self.dc)
-        self.networks = props.by_name(si, vim.Network, self.dc)
+        self.networks = collect_networks(si, self.dc)
 
     # --- validation -----------------------------------------------------------------------------
     def validate(self, wanted: list[VmDesired]) -> list[str]:
@@ -211,8 +222,11 @@ class VmConverger:
             why = firmware_problem(d, template, current)
             if why:
                 problems.append(f"{d.name}: {why}")
-            if d.network and d.network not in self.networks:
-                problems.append(f"{d.name}: network {d.network!r} not found")
+            if d.network:  # the backing follows the network's kind (real-lab notes V12)
+                try:
+                    d.network_backing = self.networks.resolve(d.network).nic()
+                except NetworkError as exc:
+                    problems.append(f"{d.name}: {exc}")
             if d.vgpus and d.mmio_gb is None:
                 problems.append(
                     f"{d.name}: mmio_gb is required: the catalog does not know "
@@ -236,7 +250,7 @@ class VmConverger:
     def plan(self, d: VmDesired) -> VmResult:
         res = VmResult(d.name, warnings=self.mmio_warnings(d))
         if d.name in self.vms:
-            cur = read_vm(self.vms[d.name][1], self.host_names)
+            cur = read_vm(self.vms[d.name][1], self.host_names, self.networks)
             res.before = current_view(cur)
         else:
             cur = None
@@ -556,21 +570,21 @@ class VmConverger:
                 )
             )
         if d.network:
-            out.append(
-                vim.vm.device.VirtualDeviceSpec(
-                    operation=vim.vm.device.VirtualDeviceSpec.Operation.add,
-                    device=vim.vm.device.VirtualVmxnet3(
-                        key=-12,
-                        backing=vim.vm.device.VirtualEthernetCard.NetworkBackingInfo(
-                            deviceName=d.network, network=self.networks[d.network]
-                        ),
-                        connectable=vim.vm.device.VirtualDevice.ConnectInfo(
-                            startConnected=True, allowGuestControl=True
-                        ),
-                    ),
-                )
-            )
+            out.append(self._new_nic(d.network))
         return out
+
+    def _new_nic(self, network: str):
+        vim = self.vim
+        return vim.vm.device.VirtualDeviceSpec(
+            operation=vim.vm.device.VirtualDeviceSpec.Operation.add,
+            device=vim.vm.device.VirtualVmxnet3(
+                key=-12,
+                backing=backing_for(self.networks.resolve(network)),
+                connectable=vim.vm.device.VirtualDevice.ConnectInfo(
+                    startConnected=True, allowGuestControl=True
+                ),
+            ),
+        )
 
     def _grow_disk_and_renic(self, cur: dict, after: dict) -> list:
         vim = self.vim
@@ -585,16 +599,25 @@ class VmConverger:
                         )
                     )
                 break
-        if after.get("network") and after["network"] != cur.get("network"):
-            for dev in cur.get("_devices", []):
-                if isinstance(dev, vim.vm.device.VirtualEthernetCard):
-                    dev.backing = vim.vm.device.VirtualEthernetCard.NetworkBackingInfo(
-                        deviceName=after["network"], network=self.networks[after["network"]]
+        # The first NIC onto the network, with the backing its kind needs (a standard one
+        # naming a distributed port group is refused: real-lab notes V12); compared by backing.
+        want, have = after.get("network_backing"), cur.get("network_backing")
+        if after.get("network") and (
+            want != have if want else after["network"] != cur.get("network")
+        ):
+            nics = [
+                dev
+                for dev in cur.get("_devices", [])
+                if isinstance(dev, vim.vm.device.VirtualEthernetCard)
+            ]
+            if not nics:
+                out.append(self._new_nic(after["network"]))
+            else:
+                nics[0].backing = backing_for(self.networks.resolve(after["network"]))
+                out.append(
+                    vim.vm.device.VirtualDeviceSpec(
+                        operation=vim.vm.device.VirtualDeviceSpec.Operation.edit,
+                        device=nics[0],
                     )
-                    out.append(
-                        vim.vm.device.VirtualDeviceSpec(
-                            operation=vim.vm.device.VirtualDeviceSpec.Operation.edit, device=dev
-                        )
-                    )
-                    break
+                )
         return out

@@ -12,6 +12,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from miglab.adapters.vsphere.networks import nic_label
 from miglab.core.catalog import Catalog, GpuModel, load_catalog
 
 MMIO_KEYS = ("pciPassthru.use64bitMMIO", "pciPassthru.allowP2P", "pciPassthru.64bitMMIOSizeGB")
@@ -39,6 +40,8 @@ class VmDesired:
     datastore: str | None = None
     folder: str | None = None
     network: str | None = None
+    # the NIC backing the network needs (``networks.Network.nic()``), resolved from vCenter
+    network_backing: dict | None = None
     guest_id: str = "ubuntu64Guest"
     vcpus: int = 32
     memory_mb: int = 65536
@@ -156,6 +159,7 @@ def current_view(cur: dict) -> dict:
         "vgpus": list(cur.get("vgpus") or []),
         "disk_gb": cur.get("disk_gb"),
         "network": cur.get("network"),
+        "network_backing": cur.get("network_backing"),
         "power_state": cur.get("power_state"),
     }
 
@@ -186,6 +190,8 @@ def desired_view(
         want["host"] = d.host
     if d.network:
         want["network"] = d.network
+        if d.network_backing:
+            want["network_backing"] = d.network_backing
     if d.disk_gb is not None and (cur is None or (base["disk_gb"] or 0) < d.disk_gb):
         want["disk_gb"] = d.disk_gb
     extra = dict(base["extra_config"])
@@ -212,6 +218,14 @@ def changes(before: dict, after: dict) -> list[str]:
         b, a = before.get(key), after.get(key)
         if key == "vgpus":
             b = sorted(b or [])
+        if key == "network_backing":
+            # one line for the NIC, from/to, its backing type included (real-lab notes V12)
+            if b != a:
+                before_name, after_name = before.get("network"), after.get("network")
+                out.append(f"network: {nic_label(b, before_name)} -> {nic_label(a, after_name)}")
+            continue
+        if key == "network" and after.get("network_backing") != before.get("network_backing"):
+            continue  # said by the network_backing line
         if key == "extra_config":
             for k in sorted(set(a) | set(b or {})):
                 if (b or {}).get(k) != a.get(k):

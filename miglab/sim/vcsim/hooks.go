@@ -146,12 +146,21 @@ func hook(ctx *simulator.Context, method string, this mo.Reference, req interfac
 				return failedTask(obj, method, f, msg)
 			}
 		}
+		if r, ok := req.(*types.CreateVM_Task); ok { // NIC backing vs network kind (V12)
+			if f := nicBackingCheck(obj, method, obj.Self, r.Config.DeviceChange); f != nil {
+				return f
+			}
+		}
 	case *simulator.VirtualMachine:
 		switch method {
 		case "PowerOnVM_Task":
 			return powerOnCheck(obj, method)
 		case "ReconfigVM_Task":
-			return reconfigCheck(obj, method, req.(*types.ReconfigVM_Task))
+			r := req.(*types.ReconfigVM_Task)
+			if f := nicBackingCheck(obj, method, obj.Self, r.Spec.DeviceChange); f != nil {
+				return f // NIC backing vs network kind (V12)
+			}
+			return reconfigCheck(obj, method, r)
 		}
 	}
 	return nil
@@ -177,7 +186,7 @@ func done(ctx *simulator.Context, method string, this mo.Reference, req interfac
 	switch method {
 	case "CreateVM_Task", "ReconfigVM_Task", "CloneVM_Task":
 		if vm := taskResultVM(method, this, res); vm != nil {
-			simulator.Map.WithLock(vm, func() { fixVM(vm) })
+			simulator.Map.WithLock(vm, func() { fixVM(vm); fixNICNetworks(vm) })
 		}
 	case "PowerOnVM_Task":
 		ref := this.Reference()

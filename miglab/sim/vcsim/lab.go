@@ -16,6 +16,12 @@ type Lab struct {
 	Cluster    string `json:"cluster"`
 	Datastore  string `json:"datastore"`
 	Network    string `json:"network"`
+	// optional (real-lab notes V12): a distributed switch (default name DSwitch, every host a
+	// member) holding these distributed port groups, created only when there are some; and NSX
+	// opaque networks (OpaqueNetwork, nsx.LogicalSwitch). See networks.go.
+	DistributedSwitch     string   `json:"distributed_switch"`
+	DistributedPortGroups []string `json:"distributed_port_groups"`
+	OpaqueNetworks        []string `json:"opaque_networks"`
 	// "off" (default: a lone host or a cluster without DRS, like the seed's), or a DRS
 	// automation level. Only the cluster's drsConfig shows it; nothing migrates VMs.
 	Drs   string    `json:"drs"`
@@ -294,6 +300,7 @@ func loadLab(path string) (*Lab, error) {
 		}
 	}
 	checkGuests(lab, bad)
+	problems = append(problems, checkNetworks(lab)...)
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("%s:\n  %s", path, strings.Join(problems, "\n  "))
 	}

@@ -19,6 +19,9 @@
 //	{
 //	  "datacenter": "dc1", "cluster": "cluster1",         // optional
 //	  "datastore": "datastore1", "network": "VM Network", // optional
+//	  "distributed_switch": "DSwitch",                    // optional (V12): a vDS, every host
+//	  "distributed_port_groups": ["VM Network DV"],       //   a member, with these port groups
+//	  "opaque_networks": ["nsx-segment"],                 // optional: NSX OpaqueNetworks
 //	  "hosts": [{
 //	    "name": "esxi-01.sim.miglab.test",                // required, unique
 //	    "cpus": 128,                                      // required: logical CPUs (threads)
@@ -266,6 +269,10 @@ func buildInventory(m *simulator.Model, lab *Lab, dsDir string, rebootSeconds fl
 				n.Summary.GetNetworkSummary().Name = lab.Network
 			}
 		}
+	}
+
+	if err := buildNetworks(ctx, c, lab, folders, hostRefs); err != nil {
+		return err
 	}
 
 	var summary types.ComputeResourceSummary
