@@ -209,6 +209,7 @@ func powerOnCheck(vm *simulator.VirtualMachine, method string) soap.HasFault {
 	if vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn || vm.Runtime.Host == nil {
 		return nil // the stock method answers InvalidPowerState
 	}
+	drsInitialPlacement(vm) // DRS may choose another host (drs.go, real-lab notes V5)
 	hs := stateOf(*vm.Runtime.Host)
 	if hs == nil {
 		return nil
@@ -354,8 +355,11 @@ func (hs *hostState) reboot(method string, force, shutdown bool) soap.HasFault {
 				return
 			}
 			hs.applyConfig()
+			hs.ss.boot()
 			hs.publish()
 			mu.Unlock()
+			simulator.Map.Update(hs.ss, []types.PropertyChange{
+				{Name: "serviceInfo", Val: hs.ss.ServiceInfo}})
 			hs.setRuntime(types.HostSystemConnectionStateConnected,
 				types.HostSystemPowerStatePoweredOn, true)
 		})

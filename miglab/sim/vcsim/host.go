@@ -222,7 +222,9 @@ func setupHost(h *simulator.HostSystem, lh *LabHost, rebootSeconds float64) *hos
 	}
 	hs.ss.ServiceInfo.Service = []types.HostService{
 		{Key: "xorg", Label: "X.Org Server", Running: true, Policy: "on"},
-		{Key: "TSM-SSH", Label: "SSH", Running: false, Policy: "off", Ruleset: []string{"sshServer"}},
+		// SSH runs at start (an admin started it to let Ansible in) and follows its policy at
+		// every boot: "off", ESXi's default, stops it (real-lab notes V6).
+		{Key: "TSM-SSH", Label: "SSH", Running: true, Policy: lh.SSHPolicy, Ruleset: []string{"sshServer"}},
 		{Key: "ntpd", Label: "NTP Daemon", Running: false, Policy: "off", Ruleset: []string{"ntpClient"}},
 	}
 	simulator.Map.Put(hs.ss)
@@ -230,6 +232,9 @@ func setupHost(h *simulator.HostSystem, lh *LabHost, rebootSeconds float64) *hos
 	h.ConfigManager.ServiceSystem = &ssRef
 
 	h.Runtime.InMaintenanceMode = lh.MaintenanceMode
+	if h.Config != nil {
+		h.Config.LockdownMode = types.HostLockdownMode(lh.LockdownMode)
+	}
 
 	mu.Lock()
 	states[h.Self] = hs
@@ -397,7 +402,13 @@ type vgpuStateGpu struct {
 	Vgpus []vgpuStateVgpu `json:"vgpus"`
 }
 
-// writeVgpuState writes the host's running vGPUs to <host_state_dir>/<host>.json (atomically),
+type serviceState struct {
+	Running bool   `json:"running"`
+	Policy  string `json:"policy"`
+}
+
+// writeVgpuState writes the host's running vGPUs, services and lockdown mode to
+// <host_state_dir>/<host>.json (atomically),
 // what the host's vGPU manager knows: the ESXi stand-in's nvidia-smi vgpu -q and mig -lgi read
 // it. mu held.
 func (hs *hostState) writeVgpuState() {
@@ -408,7 +419,16 @@ func (hs *hostState) writeVgpuState() {
 	state := struct {
 		Host string         `json:"host"`
 		Gpus []vgpuStateGpu `json:"gpus"`
-	}{Host: hs.lab.Name, Gpus: []vgpuStateGpu{}}
+		// what the host's sshd and login need to know (real-lab notes V6)
+		Services     map[string]serviceState `json:"services"`
+		LockdownMode string                  `json:"lockdown_mode"`
+	}{Host: hs.lab.Name, Gpus: []vgpuStateGpu{}, Services: map[string]serviceState{},
+		LockdownMode: hs.lab.LockdownMode}
+	if hs.ss != nil {
+		for _, svc := range hs.ss.ServiceInfo.Service {
+			state.Services[svc.Key] = serviceState{Running: svc.Running, Policy: svc.Policy}
+		}
+	}
 	for _, g := range hs.gpus {
 		sg := vgpuStateGpu{PciID: g.PciID, Name: g.Name, Vgpus: []vgpuStateVgpu{}}
 		for _, u := range g.uses {
@@ -859,18 +879,28 @@ func (s *ServiceSystem) service(id string) (*types.HostService, *soap.Fault) {
 }
 
 func (s *ServiceSystem) setRunning(svc *types.HostService, running bool) {
+	mu.Lock()
 	svc.Running = running
 	if svc.Key == "xorg" && running {
-		mu.Lock()
 		for _, g := range s.hs.gpus {
 			if len(g.uses) == 0 {
 				g.active = s.hs.configuredType(g)
 			}
 		}
-		s.hs.publish()
-		mu.Unlock()
 	}
+	s.hs.publish()
+	mu.Unlock()
 	simulator.Map.Update(s, []types.PropertyChange{{Name: "serviceInfo", Val: s.ServiceInfo}})
+}
+
+// boot starts the services whose policy is "on" and stops the others, as ESXi does at boot
+// ("off" = start and stop manually; "automatic" follows firewall ports, here: stopped, as
+// nothing opens them). mu held.
+func (s *ServiceSystem) boot() {
+	for i := range s.ServiceInfo.Service {
+		svc := &s.ServiceInfo.Service[i]
+		svc.Running = svc.Policy == "on"
+	}
 }
 
 func (s *ServiceSystem) RestartService(ctx *simulator.Context, req *types.RestartService) soap.HasFault {
@@ -917,7 +947,10 @@ func (s *ServiceSystem) UpdateServicePolicy(ctx *simulator.Context,
 		body.Fault_ = f
 		return body
 	}
+	mu.Lock()
 	svc.Policy = req.Policy
+	s.hs.publish()
+	mu.Unlock()
 	simulator.Map.Update(s, []types.PropertyChange{{Name: "serviceInfo", Val: s.ServiceInfo}})
 	body.Res = &types.UpdateServicePolicyResponse{}
 	return body

@@ -23,7 +23,7 @@ type Lab struct {
 	DistributedPortGroups []string `json:"distributed_port_groups"`
 	OpaqueNetworks        []string `json:"opaque_networks"`
 	// "off" (default: a lone host or a cluster without DRS, like the seed's), or a DRS
-	// automation level. Only the cluster's drsConfig shows it; nothing migrates VMs.
+	// automation level; with DRS on, VMs it automates are placed at power-on (drs.go, V5).
 	Drs   string    `json:"drs"`
 	Hosts []LabHost `json:"hosts"`
 	// optional (real-lab notes V13, clones.go): VM templates, and the subnet whose DHCP server
@@ -95,6 +95,13 @@ type LabHost struct {
 	// how long at most a maintenance-mode task that cannot succeed waits before its timeout
 	// fault (the real task waits its whole timeout); default 3
 	MaintenanceWaitCapS float64 `json:"maintenance_wait_cap_s"`
+	// optional: HostConfigInfo.lockdownMode, "lockdownDisabled" (default) | "lockdownNormal" |
+	// "lockdownStrict"; in lockdown root cannot log in over SSH (real-lab notes V6)
+	LockdownMode string `json:"lockdown_mode"`
+	// optional: TSM-SSH's policy, "off" (ESXi's default, "start and stop manually": stopped at
+	// every boot) | "on" (started at boot) | "automatic"; the lab starts with SSH running, as an
+	// admin who lets Ansible in leaves it (real-lab notes V6)
+	SSHPolicy string `json:"ssh_policy"`
 }
 
 var (
@@ -219,6 +226,21 @@ func loadLab(path string) (*Lab, error) {
 		}
 		if h.MaintenanceWaitCapS < 0 {
 			bad("%s.maintenance_wait_cap_s: must not be negative", where)
+		}
+		if h.LockdownMode == "" {
+			h.LockdownMode = "lockdownDisabled"
+		}
+		switch h.LockdownMode {
+		case "lockdownDisabled", "lockdownNormal", "lockdownStrict":
+		default:
+			bad("%s.lockdown_mode: %q is not lockdownDisabled, lockdownNormal or lockdownStrict",
+				where, h.LockdownMode)
+		}
+		if h.SSHPolicy == "" {
+			h.SSHPolicy = "off"
+		}
+		if h.SSHPolicy != "off" && h.SSHPolicy != "on" && h.SSHPolicy != "automatic" {
+			bad("%s.ssh_policy: %q is not off, on or automatic", where, h.SSHPolicy)
 		}
 		if h.RebootSeconds != nil && *h.RebootSeconds < 0 {
 			bad("%s.reboot_seconds: must not be negative", where)

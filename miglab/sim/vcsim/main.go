@@ -54,6 +54,8 @@
 //	    "maintenance_mode": false,                        // in maintenance mode at start
 //	    "reboot_seconds": 2,                              // optional, else -reboot-seconds
 //	    "reboot_never_returns": false,                    // a reboot leaves it notResponding
+//	    "lockdown_mode": "lockdownDisabled",              // or lockdownNormal/Strict: no root SSH
+//	    "ssh_policy": "off",                              // TSM-SSH stops at boot (on: starts)
 //	    "capability": {"rebootSupported": true},          // overrides of host capability flags
 //	    "vgpu_capabilities": {"migrateSupported": true}   // overrides for every vGPU type
 //	  }],
