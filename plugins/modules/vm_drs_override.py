@@ -12,7 +12,7 @@ description:
     on, so a VM planned on one host and GPU can run elsewhere. NVIDIA supports vGPU VMs in DRS
     clusters set to Partially Automated or Manual, and Partially Automated still places VMs at
     power-on.
-  - This module gives each VM in O(vms) a per-VM override (by default DRS disabled for it: it
+  - This module gives each VM in O(vms) a per-VM override (by default DRS disabled for it; it
     powers on where it is registered and is not migrated), one cluster reconfiguration per
     cluster. VMs in clusters without DRS, or on a lone host, are left alone and reported.
   - Check mode reports what would change; a second run changes nothing.
