@@ -21,7 +21,8 @@ from miglab.sim import vcenter as vcsim_lab
 
 @pytest.fixture(scope="session")
 def vcsim(vcsim_binary):
-    with vcsim_lab.Vcsim(binary=vcsim_binary) as sim:
+    # Hosts in Shared Direct: only then does a host offer vGPU types (real-lab notes V9).
+    with vcsim_lab.Vcsim(binary=vcsim_binary, graphics_type="sharedDirect") as sim:
         yield sim
 
 
