@@ -132,6 +132,9 @@ def test_power_on_needs_shared_direct(vcsim_factory):
     vcsim = vcsim_factory(vcsim_lab.default_lab())  # graphics "shared": no vGPU type offered (V9)
     res = run_module("vgpu_vm", vm_args(vcsim, "it-shared", power_state="poweredon"))
     assert res["failed"] and "not offered" in res["msg"], res["msg"]
+    # why, before vCenter's bare refusal: the host's GPUs are not in Shared Direct (V9)
+    assert "graphics type shared, not Shared Direct" in res["msg"], res["msg"]
+    assert read_vm(vcsim, "it-shared") is None  # refused before anything was created
 
 
 def test_power_on_and_cold_change_needs_permission(vcsim_factory):
@@ -166,7 +169,7 @@ def test_bad_profile_changes_nothing(vcsim):
     res = run_module("vgpu_vm", args)
     assert res["failed"]
     assert "it-bad" in res["msg"] and "nvidia_h100xm-1-10c" in res["msg"]
-    assert "H100-SXM5-80GB" in res["msg"] and "not offered by the host" in res["msg"]
+    assert "H100-SXM5-80GB" in res["msg"] and "not offered now" in res["msg"]
     assert read_vm(vcsim, "it-good") is None and read_vm(vcsim, "it-bad") is None
 
 

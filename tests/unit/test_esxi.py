@@ -572,7 +572,12 @@ def _host_info(types, *graphics):
         (["grid_a100d-20c"], ("sharedDirect",), "grid_a100d-2-20c", "no GPU is in MIG mode"),
         (["grid_a100d-2-20c"], ("sharedDirect",), "grid_a100d-20c", "its GPUs are in MIG mode"),
         (["grid_a100d-2-20c"], ("sharedDirect",), "grid_zz-1c", "catalog does not know"),
-        (["grid_a100d-2-20c"], ("sharedDirect",), "nvidia_h100-1-10c", "not a type of this"),
+        (
+            ["grid_a100d-2-20c"],
+            ("sharedDirect",),
+            "nvidia_h100-1-10c",
+            "not a type of this host's GPUs (it is a vGPU type of H100",
+        ),
         ([], (), "grid_a100d-2-20c", "no NVIDIA GPU"),
     ],
 )

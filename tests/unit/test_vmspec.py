@@ -10,7 +10,6 @@ from miglab.adapters.vsphere.vmspec import (
     desired_view,
     gpu_of_vgpu_type,
     required_mmio_gb,
-    vgpu_problems,
 )
 
 
@@ -73,6 +72,3 @@ def test_disk_only_grows():
     assert desired_view(d, _current(disk_gb=64))["disk_gb"] == 64
 
 
-def test_unoffered_vgpu_names_its_gpu():
-    (msg,) = vgpu_problems(["nvidia_h100xm-1-10c"], {"grid_a100d-1-10c"})
-    assert "H100-SXM5-80GB" in msg and "grid_a100d-1-10c" in msg

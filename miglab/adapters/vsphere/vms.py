@@ -24,8 +24,8 @@ from miglab.adapters.vsphere.vmspec import (
     desired_view,
     firmware_problem,
     required_mmio_gb,
-    vgpu_problems,
 )
+from miglab.core.esxi import vgpu_offer_problems
 from miglab.core.power_on import normalize_pci_id
 
 VM_PROPS = [
@@ -196,10 +196,7 @@ class VmConverger:
                     f"{d.name}: host {host!r} not found (known: {', '.join(sorted(self.hosts))})"
                 )
                 continue
-            offered = {
-                c.vgpu for c in self.hosts[host][1].get("config.sharedGpuCapabilities") or []
-            }
-            problems.extend(f"{d.name}: {p}" for p in vgpu_problems(d.vgpus, offered))
+            problems.extend(f"{d.name}: {p}" for p in self._offer_problems(host, d.vgpus))
             if d.gpu is not None and (d.power_state == "poweredon" or d.gpu_pin):
                 gpus = nvidia_gpus(self.hosts[host][1].get("config.graphicsInfo"))
                 if not 0 <= d.gpu < len(gpus):
@@ -233,6 +230,20 @@ class VmConverger:
                     f"the vGPU type(s) {', '.join(d.vgpus)}"
                 )
         return problems
+
+    def _offer_problems(self, host: str, vgpus: list[str]) -> list[str]:
+        """Why the host does not offer these vGPU types now (no driver, not Shared Direct, MIG
+        mode: real-lab notes V9), before vCenter refuses the power-on with a bare "not offered"."""
+        props_ = self.hosts[host][1]
+        info = {
+            "name": host,
+            "vgpu_types": [c.vgpu for c in props_.get("config.sharedGpuCapabilities") or []],
+            "graphics_info": [
+                {"vendor": g.vendorName, "graphics_type": g.graphicsType}
+                for g in props_.get("config.graphicsInfo") or []
+            ],
+        }
+        return vgpu_offer_problems(info, vgpus)
 
     def _template_firmware(self, d: VmDesired) -> str | None:
         return self.vms[d.template][1].get("config.firmware") if d.template in self.vms else None

@@ -17,7 +17,6 @@ from miglab.core.catalog import Catalog, GpuModel, load_catalog
 
 MMIO_KEYS = ("pciPassthru.use64bitMMIO", "pciPassthru.allowP2P", "pciPassthru.64bitMMIOSizeGB")
 # Changing these needs the VM powered off (vSphere refuses, or applies them only at power-on).
-NO_VGPU_HINT = "none; is the NVIDIA host driver installed and the GPU in sharedDirect mode?"
 # Reported to pin a VM's first vGPU to one physical GPU (real-lab notes V3: operator notes only,
 # unconfirmed); miglab checks where every vGPU landed either way.
 GPU_PIN_KEY = "pciPassthru0.cfg.gpu-pci-id"
@@ -129,20 +128,6 @@ def required_mmio_gb(vgpus: list[str], catalog: Catalog | None = None) -> int | 
     while size < total:
         size *= 2
     return size
-
-
-def vgpu_problems(vgpus: list[str], offered: set[str]) -> list[str]:
-    """vGPU types the target host does not offer (its sharedGpuCapabilities)."""
-    out = []
-    for v in vgpus:
-        if v not in offered:
-            model = gpu_of_vgpu_type(v)
-            where = f" (a vGPU type of {model.name})" if model else ""
-            out.append(
-                f"vGPU type {v!r}{where} is not offered by the host "
-                f"(it offers: {', '.join(sorted(offered)) or NO_VGPU_HINT})"
-            )
-    return out
 
 
 def current_view(cur: dict) -> dict:

@@ -37,15 +37,21 @@ def graphics_restart_pending(host_info: dict) -> dict:
     }
 
 
-def _is_mig_type(vgpu: str, catalog) -> bool | None:
-    """True for a MIG-backed vGPU type, False for a time-sliced one, None when unknown."""
+def _vgpu_kind(vgpu: str, catalog) -> tuple[bool | None, str | None]:
+    """(True for a MIG-backed vGPU type, False for a time-sliced one, None when unknown; the
+    catalog GPU model that offers it)."""
     key = vgpu.lower()
     for model in catalog:
         if key in {t.lower() for t in model.mig_backed.values()}:
-            return True
+            return True, model.name
         if key in {t.name.lower() for t in model.time_sliced}:
-            return False
-    return None
+            return False, model.name
+    return None, None
+
+
+def _is_mig_type(vgpu: str, catalog) -> bool | None:
+    """True for a MIG-backed vGPU type, False for a time-sliced one, None when unknown."""
+    return _vgpu_kind(vgpu, catalog)[0]
 
 
 def vgpu_offer_problems(host_info: dict, vgpus, catalog=None) -> list[str]:
@@ -75,7 +81,7 @@ def vgpu_offer_problems(host_info: dict, vgpus, catalog=None) -> list[str]:
     for vgpu in vgpus or []:
         if vgpu.lower() in offered_lower:
             continue
-        mig = _is_mig_type(vgpu, catalog)
+        mig, model = _vgpu_kind(vgpu, catalog)
         if not gpus:
             why = "vCenter shows no NVIDIA GPU on it (config.graphicsInfo)"
         elif all(g.get("graphics_type") == BASIC for g in gpus):
@@ -95,7 +101,7 @@ def vgpu_offer_problems(host_info: dict, vgpus, catalog=None) -> list[str]:
         elif mig is None:
             why = "the catalog does not know this vGPU type"
         else:
-            why = "it is not a type of this host's GPUs"
+            why = f"it is not a type of this host's GPUs (it is a vGPU type of {model})"
         out.append(
             f"{host}: vGPU type {vgpu} is not offered now: {why} "
             f"(it offers: {', '.join(sorted(offered)) or 'none'})"
