@@ -70,5 +70,3 @@ def test_removing_all_vgpus_removes_mmio_settings():
 def test_disk_only_grows():
     d = VmDesired("vm", host="h1", vgpus=["grid_a100d-2-20c"], mmio_gb=256, disk_gb=32)
     assert desired_view(d, _current(disk_gb=64))["disk_gb"] == 64
-
-
