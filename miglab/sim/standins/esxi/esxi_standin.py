@@ -11,11 +11,14 @@ Debian container that plays the host in molecule scenarios:
     nvidia-smi -i IDS -mig 0|1 | -i IDS -r
     nvidia-smi vgpu -q [-i IDS] | mig -lgi [-i IDS]   (the vGPUs the simulated vCenter runs here)
     esxi-standin init [gpus=MODEL:N,...] [mig=I,...] [in_use=I,...] [esxi=V] [acceptance=L]
+    vmkload_mod -l                                    (the nvidia module while the driver runs)
+    /etc/init.d/nvdGpuMgmtDaemon start|stop|status    (once the GPU Management Daemon is installed)
     esxi-standin reboot | boot-request | preinstall [--loaded] ZIP | sshd | show
 
 It keeps the host's state in one JSON file ($ESXI_STANDIN_STATE, default
 /var/lib/esxi-standin/state.json): ESXi release, acceptance level, the installed NVIDIA driver
-(component + VIB), the driver running since the last "boot", and per GPU its MIG mode (current /
+(component + VIB), the NVIDIA GPU Management Daemon (component + VIB) and whether it runs, the
+driver running since the last "boot", and per GPU its MIG mode (current /
 pending), whether a VM uses it, reboot and reset counters and a log. Output follows the real
 commands' formats; README.md names the public source of each. A driver bundle here is a zip with a
 ``standin-depot.json`` manifest (make-bundle.py), not a VMware depot.
@@ -45,6 +48,11 @@ BOOT_REQUESTS = STATE.with_name("boot-requests")
 NVSMI_LINK = os.environ.get("ESXI_STANDIN_NVSMI_LINK", "/bin/nvidia-smi")
 NVSMI_TARGET = os.environ.get("ESXI_STANDIN_NVSMI_TARGET", "/opt/esxi-standin/bin/nvidia-smi")
 MANIFEST = "standin-depot.json"
+# The GPU Management Daemon's init script (NVIDIA AI Enterprise 5 user guide, 2.7.2-2.7.4:
+# /etc/init.d/nvdGpuMgmtDaemon start|stop|status), there once the daemon's VIB is installed.
+DAEMON = "nvdGpuMgmtDaemon"
+DAEMON_LINK = os.environ.get("ESXI_STANDIN_DAEMON_LINK", f"/etc/init.d/{DAEMON}")
+DAEMON_TARGET = os.environ.get("ESXI_STANDIN_DAEMON_TARGET", f"/opt/esxi-standin/bin/{DAEMON}")
 
 ACCEPTANCE = ("VMwareCertified", "VMwareAccepted", "PartnerSupported", "CommunitySupported")
 # VIB descriptors spell acceptance levels like this (esxcli's AcceptanceLevelError quotes them).
@@ -91,6 +99,8 @@ def default_state() -> dict:
         "acceptance": "PartnerSupported",
         "driver": None,  # the installed NVIDIA driver: a bundle manifest + install date
         "loaded_driver": None,  # driver version running since the last boot
+        "daemon": None,  # the installed GPU Management Daemon: a bundle manifest + install date
+        "daemon_running": False,
         "gpus": [{"model": "A100-PCIE-80GB"}],
         "reboots": 0,
         "resets": 0,
@@ -165,16 +175,31 @@ def _boot(state: dict, why: str) -> None:
         gpu["in_use"] = False
     state["reboots"] += 1
     _link_nvsmi(drv is not None)
-    _log(state, f"boot ({why}); driver running: {state['loaded_driver']}")
+    _link_daemon(state["daemon"] is not None)
+    # The daemon starts at boot when installed (its init script runs at boot), once the nvidia
+    # module is loaded (ASSUMPTION V8-START, README.md).
+    state["daemon_running"] = state["daemon"] is not None and state["loaded_driver"] is not None
+    _log(state, f"boot ({why}); driver running: {state['loaded_driver']}; "
+                f"{DAEMON} running: {state['daemon_running']}")  # fmt: skip
 
 
 def _link_nvsmi(present: bool) -> None:
     """The driver package brings nvidia-smi; without it the command does not exist."""
+    _link(NVSMI_TARGET, NVSMI_LINK, present)
+
+
+def _link_daemon(present: bool) -> None:
+    """The daemon's VIB brings its init script; without it the script does not exist."""
+    _link(DAEMON_TARGET, DAEMON_LINK, present)
+
+
+def _link(target: str, link: str, present: bool) -> None:
     with contextlib.suppress(OSError):
-        if present and not os.path.lexists(NVSMI_LINK):
-            os.symlink(NVSMI_TARGET, NVSMI_LINK)
-        elif not present and os.path.lexists(NVSMI_LINK):
-            os.unlink(NVSMI_LINK)
+        if present and not os.path.lexists(link):
+            os.makedirs(os.path.dirname(link) or ".", exist_ok=True)
+            os.symlink(target, link)
+        elif not present and os.path.lexists(link):
+            os.unlink(link)
 
 
 # --------------------------------------------------------------------------------------------
@@ -225,9 +250,9 @@ def _installed_date(state) -> str:
 
 def vib_list(state) -> str:
     rows = [dict(v) for v in _base_vibs(state)]
-    if state["driver"]:
-        vib = state["driver"]["vib"]
-        rows.append({**vib, "date": _installed_date(state)})
+    for pkg in ("driver", "daemon"):
+        if state[pkg]:
+            rows.append({**state[pkg]["vib"], "date": state[pkg].get("installed", _now())[:10]})
     rows.sort(key=lambda r: r["name"].lower())
     titles = ["Name", "Version", "Vendor", "Acceptance Level", "Install Date"]
     cells = [[r["name"], r["version"], r["vendor"], r["acceptance_level"], r["date"]] for r in rows]
@@ -239,9 +264,10 @@ def vib_list(state) -> str:
 
 def component_list(state) -> str:
     rows = [dict(c) for c in _base_components(state)]
-    if state["driver"]:
-        comp = state["driver"]["component"]
-        rows.append({**comp, "date": state["driver"].get("release_date", "03-27-2023")})
+    for pkg in ("driver", "daemon"):
+        if state[pkg]:
+            comp = state[pkg]["component"]
+            rows.append({**comp, "date": state[pkg].get("release_date", "03-27-2023")})
     rows.sort(key=lambda r: r["name"].lower())
     if _major(state) >= 8:
         titles = ["Name", "Display Name", "Version", "Display Version", "Vendor", "Release Date",
@@ -296,11 +322,16 @@ def _vkey(version: str) -> tuple:
     return tuple(int(x) for x in re.findall(r"\d+", version))
 
 
+def _kind(depot: dict) -> str:
+    """Which NVIDIA package a bundle holds: "daemon" (the GPU Management Daemon) or "driver"."""
+    return "daemon" if depot.get("kind") == "daemon" else "driver"
+
+
 def sources_vib_list(state, depot: dict) -> str:
     vib = depot["vib"]
     status = "New"
-    if state["driver"]:
-        have = state["driver"]["vib"]
+    if state[_kind(depot)]:
+        have = state[_kind(depot)]["vib"]
         if have["name"] == vib["name"]:
             if have["version"] == vib["version"]:
                 status = "Installed"
@@ -340,26 +371,56 @@ def install(state, depot_path: str, kind: str) -> str:
         )
     comp = depot["component"]
     comp_id = f"{comp['name']}_{comp['version']}"
-    same = state["driver"] is not None and state["driver"]["vib"]["version"] == vib["version"]
+    pkg = _kind(depot)
+    same = state[pkg] is not None and state[pkg]["vib"]["version"] == vib["version"]
+    if state[pkg] and not same and state["daemon_running"]:
+        # ASSUMPTION V8-BUSY (README.md): NVIDIA has the daemon stopped before the vGPU Manager
+        # (and the daemon) are updated (NVIDIA AI Enterprise 5 user guide, 2.7.2); no public
+        # capture shows what esxcli prints when it is not, so the stand-in refuses the update
+        # as esxcli refuses a VIB whose files are in use, in esxcli's error layout.
+        old = state[pkg]
+        raise Exit(
+            1,
+            out=(
+                "[InstallationError]\n"
+                f" Failed to remove VIB {_vib_id(old['vib'])}: its files are in use by the "
+                f"running {DAEMON} (NVIDIA GPU Management Daemon)\n"
+                "        vibs = " + _vib_id(old["vib"]) + "\n"
+                " Please refer to the log file for more details.\n"
+            ),
+        )
     removed = []
-    if state["driver"] and not same:
-        old = state["driver"]
+    if state[pkg] and not same:
+        old = state[pkg]
         removed = [f"{old['component']['name']}_{old['component']['version']}"]
         if kind == "vib":
             removed = [_vib_id(old["vib"])]
     if not same:
-        state["driver"] = {**depot, "installed": _now()}
-        _link_nvsmi(True)
+        state[pkg] = {**depot, "installed": _now()}
+        if pkg == "driver":
+            _link_nvsmi(True)
+        else:
+            _link_daemon(True)
         _log(state, f"{kind} install {depot_path}: {vib['name']} {vib['version']}")
     new_id = comp_id if kind == "component" else _vib_id(vib)
     label = "Components" if kind == "component" else "VIBs"
+    # The daemon: the Installation Result of a public ESXi 8 capture of its install (vib install
+    # of nvd-gpu-mgmt-daemon_525.147.01-0.0.0000_22624911.zip: reboot required); the vGPU
+    # Manager: component-apply-8.0-nvd-aie.txt (no reboot required).
+    reboot = pkg == "daemon" and not same
+    message = "Operation finished successfully."
+    if reboot:
+        message = (
+            "The update completed successfully, but the system needs to be rebooted for the "
+            "changes to be effective."
+        )
     lines = [
         "Installation Result",
-        "   Message: " + ("Host is not changed." if same else "Operation finished successfully."),
+        "   Message: " + ("Host is not changed." if same else message),
         f"   {label} Installed: {'' if same else new_id}",
         f"   {label} Removed: {', '.join(removed)}",
         f"   {label} Skipped: {new_id if same else ''}",
-        "   Reboot Required: false",
+        f"   Reboot Required: {'true' if reboot else 'false'}",
     ]
     if _major(state) >= 8:
         lines.append("   DPU Results:")
@@ -411,6 +472,57 @@ def vmware(args: list[str]) -> str:
     if not out:
         raise Exit(1, err="usage: vmware [-v|--version] [-l|--level]\n")
     return "\n".join(out) + "\n"
+
+
+# --------------------------------------------------------------------------------------------
+# vmkload_mod, the GPU Management Daemon's init script (real-lab notes V8)
+# --------------------------------------------------------------------------------------------
+# A few stock modules of an ESXi 7/8 host (name, used, size in kB), then nvidia while the driver
+# runs: its line as NVIDIA AI Enterprise 5 user guide 2.7.3 shows it (`nvidia  5  8420`); the
+# header and the stock rows are ASSUMPTION V8-VMKLOAD (README.md).
+_STOCK_MODULES = [("vmkernel", 0, 0), ("procfs", 2, 16), ("vmkplexer", 10, 28),
+                  ("vmklinux_9", 0, 0), ("vmkapi_mgmt", 1, 12), ("iodm", 2, 40)]  # fmt: skip
+
+
+def vmkload_mod(args: list[str]) -> str:
+    if "-l" not in args and "--list" not in args:
+        raise Exit(1, err="Usage: vmkload_mod [-l] (only -l in the stand-in)\n")
+    with host_state(write=False) as s:
+        mods = list(_STOCK_MODULES)
+        if s["loaded_driver"] is not None:
+            mods.append(("nvidia", 5, 8420))
+    lines = [f"{'Name':<25}{'Used':<5}Size (kb)"]
+    lines += [f"{name:<25}{used:<5}{size}" for name, used, size in mods]
+    return "\n".join(lines) + "\n"
+
+
+def gpu_mgmt_daemon(args: list[str]) -> str:
+    """``/etc/init.d/nvdGpuMgmtDaemon start|stop|status`` (NVIDIA AI Enterprise 5 user guide,
+    2.7.4). The commands are NVIDIA's; what they print is ASSUMPTION V8-STATUS (README.md): the
+    wording and exit codes of ESXi's own init scripts (``/etc/init.d/hostd status``: "hostd is
+    running." / "hostd is not running.", exit 0 / 3)."""
+    verb = args[0] if args else ""
+    with host_state() as s:
+        if s["daemon"] is None:  # no VIB, no script
+            raise Exit(127, err=f"sh: /etc/init.d/{DAEMON}: not found\n")
+        if verb == "status":
+            if s["daemon_running"]:
+                return f"{DAEMON} is running.\n"
+            raise Exit(3, out=f"{DAEMON} is not running.\n")
+        if verb == "stop":
+            was = s["daemon_running"]
+            s["daemon_running"] = False
+            _log(s, f"{DAEMON} stop (was running: {was})")
+            return f"{DAEMON} stopped.\n" if was else f"{DAEMON} is not running.\n"
+        if verb == "start":
+            if s["daemon_running"]:
+                return f"{DAEMON} is already running.\n"
+            if s["loaded_driver"] is None:  # ASSUMPTION V8-START: it needs the nvidia module
+                raise Exit(1, out=f"{DAEMON} failed to start: the nvidia module is not loaded.\n")
+            s["daemon_running"] = True
+            _log(s, f"{DAEMON} start")
+            return f"{DAEMON} started.\n"
+    raise Exit(1, err=f"Usage: /etc/init.d/{DAEMON} {{start|stop|status}}\n")
 
 
 # --------------------------------------------------------------------------------------------
@@ -886,7 +998,9 @@ def standin(args: list[str]) -> str:
         path = args[-1]
         with host_state() as s:
             install(s, path, "component")
-            if "--loaded" in args:
+            if "--loaded" in args and _kind(read_depot(path)) == "daemon":
+                s["daemon_running"] = s["loaded_driver"] is not None
+            elif "--loaded" in args:
                 s["loaded_driver"] = s["driver"]["driver_version"]
             _log(s, f"preinstalled {path}{' (loaded)' if '--loaded' in args else ''}")
         return ""
@@ -910,6 +1024,7 @@ def standin(args: list[str]) -> str:
         STATE.parent.mkdir(parents=True, exist_ok=True)
         BOOT_REQUESTS.unlink(missing_ok=True)
         _link_nvsmi(False)
+        _link_daemon(False)
         _log(state, f"init {' '.join(args[1:])}")
         STATE.write_text(json.dumps(_complete(state), indent=2) + "\n")
         return ""
@@ -925,7 +1040,14 @@ USAGE = (
     "init [gpus=MODEL:N,...] [mig=I,...] [in_use=I,...] [esxi=V] [acceptance=L] | reboot | "
     "boot-request | preinstall [--loaded] ZIP | sshd [SSHD-OPTIONS] | show"
 )
-COMMANDS = {"esxcli": esxcli, "vmware": vmware, "nvidia-smi": nvidia_smi, "esxi-standin": standin}
+COMMANDS = {
+    "esxcli": esxcli,
+    "vmware": vmware,
+    "nvidia-smi": nvidia_smi,
+    "vmkload_mod": vmkload_mod,
+    DAEMON: gpu_mgmt_daemon,
+    "esxi-standin": standin,
+}
 
 
 def main(argv: list[str]) -> int:
