@@ -170,6 +170,8 @@ def vcenter_vars(state: dict | None) -> dict:
     out = {"miglab_vm_power_state": str(state.get("power_state") or "unknown")}
     if state.get("ip"):
         out["ansible_host"] = str(state["ip"])
+    if state.get("ip_shared_with"):  # its address is another VM's too (real-lab notes V13)
+        out["miglab_vm_ip_shared_with"] = list(state["ip_shared_with"])
     return out
 
 

@@ -36,7 +36,9 @@ description:
   - With O(query_vcenter=true), one vCenter session reads every campaign VM's power state and
     guest IP address in one property collector call and sets C(miglab_vm_power_state)
     (V(poweredOn), V(poweredOff), V(suspended), or V(absent) for a VM vCenter does not have)
-    and, when VMware Tools reports an address, C(ansible_host).
+    and, when VMware Tools reports an address, C(ansible_host). Powered-on VMs that report one
+    address (clones of one template not customized, real-lab notes V13) get no C(ansible_host)
+    but C(miglab_vm_ip_shared_with), and a warning names them.
   - Uses a YAML configuration file whose name ends with C(campaign_vms.yml) or
     C(campaign_vms.yaml).
   - "A campaign or lab that does not validate fails the source with miglab's problem lines
@@ -218,7 +220,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
             import pyVmomi  # noqa: F401
 
             from miglab.adapters.vsphere.connection import ConnectionSpec, VsphereError
-            from miglab.adapters.vsphere.guests import guest_states
+            from miglab.adapters.vsphere.guests import guest_states, unshare_ips
         except ImportError as exc:
             raise AnsibleParserError(
                 f"{self.NAME}: query_vcenter needs pyvmomi on the controller: {exc}"
@@ -249,13 +251,16 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
         if failed and time.monotonic() - failed[0] < FAILED_LOGIN_MEMORY_S:
             raise AnsibleParserError(failed[1])
         try:
-            return guest_states(spec, names)
+            states, shared = unshare_ips(guest_states(spec, names))
         except VsphereError as exc:
             msg = " ".join(str(exc).split())  # one line
             if password:
                 msg = msg.replace(str(password), "********")
             _FAILED_LOGINS[key] = (time.monotonic(), f"vCenter: {msg}")
             raise AnsibleParserError(f"vCenter: {msg}") from None
+        for line in shared:
+            self.display.warning(f"{self.NAME}: {line}; ansible_host is left unset for them")
+        return states
 
     # --- inventory --------------------------------------------------------------------------
     def _populate(self, inv, states):

@@ -190,3 +190,58 @@ def test_untrusted_certificate_is_one_clear_line(sim_with_vms, tmp_path):
     assert res.returncode != 0
     assert f"vCenter: TLS certificate of {sim.host}:{sim.port} not trusted" in res.stderr
     assert sim.password not in res.stdout + res.stderr
+
+
+def test_v13_vms_sharing_a_guest_ip_get_no_ansible_host(vcsim_factory, tmp_path):
+    """Real-lab notes V13: clones of a template with a machine-id share one DHCP lease; the
+    inventory must not point both hosts at that one guest, and says why."""
+    from miglab.adapters.inventory_vms import load_inventory
+    from miglab.sim import vcenter as vcsim_lab
+
+    lab = vcsim_lab.default_lab()
+    lab["hosts"][0]["graphics_type"] = "sharedDirect"
+    lab["templates"] = [{"name": "tmpl", "firmware": "efi", "machine_id": "1" * 32}]
+    lab["guest_dhcp"] = "192.0.2.0/24"
+    sim = vcsim_factory(lab)
+    plan = {h.name: h.vars["miglab_vm"] for h in load_inventory(SEED, SIM_HOSTS).hosts}
+    vms = [
+        {
+            "name": name,
+            "host": plan[name]["host"],
+            "vcpus": plan[name]["vcpus"],
+            "memory_gb": plan[name]["memory_gb"],
+            "mmio_gb": plan[name]["mmio_gb"],
+            "vgpus": [plan[name]["vgpu_type"]],
+        }
+        for name in (ON, OFF)
+    ]
+    res = run_module(
+        "vgpu_vm",
+        {
+            "hostname": sim.host,
+            "port": sim.port,
+            "username": sim.username,
+            "password": sim.password,
+            "ca_bundle": sim.ca_file,
+            "datastore": sim.lab["datastore"],
+            "network": sim.lab["network"],
+            "template": "tmpl",
+            "power_state": "poweredon",
+            "vms": vms,
+        },
+    )
+    assert not res["failed"], res.get("msg")
+    vcenter_file(sim, tmp_path)
+    out = ansible_inventory(write_config(tmp_path, "vcenter_file: vcenter.json\n"))
+    hv = hostvars(out)
+    for name, other in ((ON, OFF), (OFF, ON)):
+        assert "ansible_host" not in hv[name]
+        shared = [
+            v["__ansible_unsafe"] if isinstance(v, dict) else v
+            for v in hv[name]["miglab_vm_ip_shared_with"]
+        ]
+        assert shared == [other]
+    warning = " ".join(out.stderr.split())
+    assert (
+        "report the same guest IP 192.0.2." in warning and "ansible_host is left unset" in warning
+    )

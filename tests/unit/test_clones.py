@@ -11,7 +11,8 @@ from pathlib import Path
 
 import yaml
 
-from miglab.adapters.vsphere.guests import duplicate_ips
+from miglab.adapters import inventory_vms as iv
+from miglab.adapters.vsphere.guests import duplicate_ips, unshare_ips
 from miglab.adapters.vsphere.vmspec import (
     VmDesired,
     changes,
@@ -98,6 +99,23 @@ def test_duplicate_guest_ips_name_both_vms_the_address_and_the_cause():
     assert line.startswith("s6-vm1 and s6-vm2 report the same guest IP 192.0.2.10: ")
     assert "machine-id" in line and "KB 82229" in line and "\n" not in line
     assert duplicate_ips({"a": {"power_state": on, "ip": "192.0.2.1"}}) == []
+
+
+def test_an_inventory_points_no_two_hosts_at_one_guest():
+    """V13: VMs sharing an address lose it (Ansible would configure one guest twice)."""
+    on = "poweredOn"
+    states = {
+        "s6-vm1": {"power_state": on, "ip": "192.0.2.10"},
+        "s6-vm2": {"power_state": on, "ip": "192.0.2.10"},
+        "s6-vm3": {"power_state": on, "ip": "192.0.2.11"},
+    }
+    out, (line,) = unshare_ips(states)
+    assert out["s6-vm1"] == {"power_state": on, "ip": None, "ip_shared_with": ["s6-vm2"]}
+    assert out["s6-vm3"] == states["s6-vm3"] and "s6-vm1 and s6-vm2" in line
+    assert iv.vcenter_vars(out["s6-vm2"]) == {
+        "miglab_vm_power_state": on,
+        "miglab_vm_ip_shared_with": ["s6-vm1"],
+    }
 
 
 # --- the example real-lab inventory -------------------------------------------------------------

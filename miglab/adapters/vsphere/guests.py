@@ -33,18 +33,34 @@ def duplicate_ips(states: dict[str, dict]) -> list[str]:
     report: clones of one template that were not customized keep its /etc/machine-id, from
     which systemd-networkd derives its DHCP client id, and so share one lease (real-lab notes
     V13, VMware KB 82229). Ansible would reach one guest for both."""
-    by_ip: dict[str, list[str]] = {}
-    for name, s in states.items():
-        if s.get("ip") and s.get("power_state") == "poweredOn":
-            by_ip.setdefault(s["ip"], []).append(name)
     return [
         f"{' and '.join(sorted(names))} report the same guest IP {ip}: clones of one template "
         "that are not customized share its machine-id and so its DHCP lease (VMware KB 82229); "
         "empty /etc/machine-id in the template (or give each clone its own identity) and "
         "recreate the VMs"
-        for ip, names in sorted(by_ip.items())
-        if len(names) > 1
+        for ip, names in sorted(_shared_ips(states).items())
     ]
+
+
+def unshare_ips(states: dict[str, dict]) -> tuple[dict[str, dict], list[str]]:
+    """``states`` without the guest IP of powered-on VMs that share one (:func:`duplicate_ips`,
+    whose lines come second), each of those marked ``ip_shared_with`` the others: an inventory
+    must not point two hosts at one guest, Ansible would configure and benchmark it twice."""
+    out = dict(states)
+    for names in _shared_ips(states).values():
+        for name in names:
+            others = sorted(n for n in names if n != name)
+            out[name] = {**states[name], "ip": None, "ip_shared_with": others}
+    return out, duplicate_ips(states)
+
+
+def _shared_ips(states: dict[str, dict]) -> dict[str, list[str]]:
+    """{guest IP: the powered-on VMs reporting it} for IPs more than one VM reports."""
+    by_ip: dict[str, list[str]] = {}
+    for name, s in states.items():
+        if s.get("ip") and s.get("power_state") == "poweredOn":
+            by_ip.setdefault(s["ip"], []).append(name)
+    return {ip: sorted(names) for ip, names in by_ip.items() if len(names) > 1}
 
 
 def guest_states(spec: ConnectionSpec, names: Iterable[str]) -> dict[str, dict]:
