@@ -26,6 +26,32 @@ class OverrideResult:
         return {"changed": self.changed, "vms": self.vms}
 
 
+def drs_places(
+    drs_enabled: bool,
+    default_behavior: str | None,
+    override_enabled: bool | None = None,
+    override_behavior: str | None = None,
+) -> str | None:
+    """The DRS behaviour that lets DRS choose a VM's host at power-on (partiallyAutomated, or
+    fullyAutomated, which also migrates it later), or None when DRS keeps the VM where it is: no
+    DRS, a manual cluster, or an override disabling DRS or setting manual for the VM."""
+    if not drs_enabled or override_enabled is False:
+        return None
+    behavior = override_behavior or default_behavior or "fullyAutomated"
+    return None if behavior == "manual" else str(behavior)
+
+
+def drs_placement_problem(vm: str, cluster: str, behavior: str) -> str:
+    """The line that stops a power-on DRS would place (real-lab notes V5)."""
+    later = ", and migrates it during a run" if behavior == "fullyAutomated" else ""
+    return (
+        f"{vm}: DRS of cluster {cluster} is {behavior} for this VM: it picks the VM's host at "
+        f"power-on{later}, so the planned host and GPU are not kept; give the VM a DRS override "
+        "(playbooks/vms.yml does with miglab_vm_drs_override: true, the default; or module "
+        "miglab.lab.vm_drs_override), then run again"
+    )
+
+
 def _describe(override) -> str:
     if override is None:
         return "none (cluster default)"

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from miglab.adapters.vsphere import props
 from miglab.adapters.vsphere.connection import VsphereError
+from miglab.adapters.vsphere.drs import drs_placement_problem, drs_places
 from miglab.adapters.vsphere.networks import (
     NetworkError,
     NetworkIndex,
@@ -150,6 +151,7 @@ class VmConverger:
         self.timeout_s = timeout_s
         self.sequential = sequential
         self._folders: dict = {}
+        self._drs: dict = {}  # cluster moId -> (name, DRS config, per-VM overrides by VM moId)
         content = si.RetrieveContent()
         dcs = [e for e in content.rootFolder.childEntity if isinstance(e, vim.Datacenter)]
         if datacenter:
@@ -197,6 +199,10 @@ class VmConverger:
                 )
                 continue
             problems.extend(f"{d.name}: {p}" for p in self._offer_problems(host, d.vgpus))
+            if d.power_state == "poweredon":
+                why = self._drs_problem(d.name, host)
+                if why:
+                    problems.append(why)
             if d.gpu is not None and (d.power_state == "poweredon" or d.gpu_pin):
                 gpus = nvidia_gpus(self.hosts[host][1].get("config.graphicsInfo"))
                 if not 0 <= d.gpu < len(gpus):
@@ -230,6 +236,27 @@ class VmConverger:
                     f"the vGPU type(s) {', '.join(d.vgpus)}"
                 )
         return problems
+
+    def _drs_problem(self, name: str, host: str) -> str | None:
+        """A power-on that DRS would place elsewhere than planned (real-lab notes V5)."""
+        cluster = self.hosts[host][1].get("parent")
+        if not isinstance(cluster, self.vim.ClusterComputeResource):
+            return None
+        key = cluster._moId
+        if key not in self._drs:
+            cfg = cluster.configurationEx
+            overrides = {o.key._moId: o for o in getattr(cfg, "drsVmConfig", None) or []}
+            self._drs[key] = (cluster.name, cfg.drsConfig, overrides)
+        cluster_name, drs, overrides = self._drs[key]
+        vm = self.vms.get(name)
+        override = overrides.get(vm[0]._moId) if vm else None
+        behavior = drs_places(
+            bool(getattr(drs, "enabled", False)),
+            str(getattr(drs, "defaultVmBehavior", "") or "") or None,
+            getattr(override, "enabled", None),
+            str(getattr(override, "behavior", "") or "") or None,
+        )
+        return drs_placement_problem(name, cluster_name, behavior) if behavior else None
 
     def _offer_problems(self, host: str, vgpus: list[str]) -> list[str]:
         """Why the host does not offer these vGPU types now (no driver, not Shared Direct, MIG
