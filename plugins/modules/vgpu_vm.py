@@ -15,6 +15,11 @@ description:
     not boot as EFI, nor the reverse) and gets its own guest identity (O(guest_identity)).
   - Every VM is validated first (host exists, each vGPU type is offered by the host's
     C(sharedGpuCapabilities), datastore, network, template); on any problem nothing is changed.
+    A type the host does not offer is named with the reason (no NVIDIA host driver, graphics
+    type not Shared Direct, MIG mode on or off, a type of another GPU).
+  - A VM to power on in a cluster whose DRS would choose its host (partially or fully automated,
+    no per-VM override) is refused: the planned host and GPU would not be kept (see
+    M(miglab.lab.vm_drs_override)).
   - The VMs' vCenter tasks run concurrently (at most O(concurrency) at a time); the result reports
     each VM.
   - The MMIO size defaults to what NVIDIA documents for the vGPU's GPU (miglab's catalog); a
