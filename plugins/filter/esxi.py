@@ -48,20 +48,34 @@ def esxi_driver_plan(
     branch_policy="same-branch",
     allow_downgrade=False,
     name_pattern=None,
+    daemon_policy="auto",
+    daemon_bundle="",
 ):
-    """Raw host facts -> the driver plan (miglab.core.esxi.plan_driver)."""
+    """Raw host facts -> the driver plan (miglab.core.esxi.plan_driver), the GPU Management
+    Daemon's included (real-lab notes V8)."""
     want = {
         "version": version,
         "guest_driver_version": guest_driver_version,
         "branch_policy": branch_policy,
         "allow_downgrade": bool(allow_downgrade),
         "name_pattern": name_pattern,
+        "daemon_policy": daemon_policy,
+        "daemon_bundle": daemon_bundle,
     }
     return _lib().plan_driver(_plain(facts), _plain(want))
 
 
-def esxi_driver_verify(facts, version, name_pattern=None):
-    return _lib().verify_driver(_plain(facts), {"version": version, "name_pattern": name_pattern})
+def esxi_driver_verify(
+    facts, version, name_pattern=None, daemon_policy="auto", daemon_bundle="", daemon_version=None
+):
+    want = {
+        "version": version,
+        "name_pattern": name_pattern,
+        "daemon_policy": daemon_policy,
+        "daemon_bundle": daemon_bundle,
+        "daemon_version": daemon_version,
+    }
+    return _lib().verify_driver(_plain(facts), _plain(want))
 
 
 def esxi_nvsmi_state(result):

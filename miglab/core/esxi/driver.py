@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from miglab.core.esxi.daemon import nvidia_module_loaded, plan_daemon, verify_daemon
 from miglab.core.esxi.host_facts import nvsmi_state
 from miglab.errors import ValidationError
 from miglab.formats.esxcli import (
@@ -141,16 +142,23 @@ def plan_driver(facts: dict, want: dict) -> dict:
     ``components``, ``vibs`` (``esxcli software component list`` / ``vib list``),
     ``bundle_vibs`` (``esxcli software sources vib list -d BUNDLE``; None while the bundle is not
     on the host, e.g. in check mode before it is copied), ``nvidia_smi`` (the query's command
-    result, see :func:`nvsmi_state`).
+    result, see :func:`nvsmi_state`); for the GPU Management Daemon (real-lab notes V8,
+    :mod:`miglab.core.esxi.daemon`): ``daemon_status`` (``/etc/init.d/nvdGpuMgmtDaemon status``'s
+    command result), ``daemon_bundle_vibs`` (``sources vib list`` of the daemon's bundle; None while
+    not read), ``vmkload`` (``vmkload_mod -l``; None when not run).
 
     ``want``: ``version`` (the driver version wanted, e.g. ``535.154.02``), ``guest_driver_version``
     (optional), ``branch_policy`` (``same-branch`` / ``nvidia``), ``allow_downgrade``,
-    ``name_pattern`` (regex of the driver's component/VIB names).
+    ``name_pattern`` (regex of the driver's component/VIB names), ``daemon_policy`` (``auto``,
+    ``required``, ``optional``), ``daemon_bundle`` (the daemon bundle's file name; empty: none).
 
     Returns ``{"action", "install", "reboot", "problems", "notes", "summary", "esxi", "acceptance",
-    "installed", "bundle", "loaded"}``: ``action`` is ``none``, ``install``, ``upgrade``,
-    ``downgrade`` or ``reboot`` (installed but not running); ``problems`` lists every reason to
-    stop before any change (empty when the role may go on).
+    "installed", "bundle", "loaded", "daemon"}``: ``action`` is ``none``, ``install``, ``upgrade``,
+    ``downgrade`` or ``reboot`` (installed but not running); ``daemon`` is
+    :func:`~miglab.core.esxi.daemon.plan_daemon`'s plan (``daemon.install``: install its bundle,
+    ``daemon.stop_first``: stop it before installing anything); ``reboot`` is true when either
+    needs one; ``problems`` lists every reason to stop before any change (empty when the role may
+    go on).
     """
     problems: list[str] = []
     notes: list[str] = []
@@ -259,6 +267,30 @@ def plan_driver(facts: dict, want: dict) -> dict:
     elif not guest:
         notes.append("no guest driver version given: host/guest branch compatibility not checked")
 
+    daemon, more, daemon_notes = plan_daemon(
+        components,
+        vibs,
+        _parsed(
+            problems,
+            parse_vib_list,
+            facts.get("daemon_bundle_vibs"),
+            "esxcli software sources vib list (daemon bundle)",
+        ),
+        facts,
+        want,
+        action,
+    )
+    problems += more
+    notes += daemon_notes
+    if daemon["install"] and daemon["bundle"] and acceptance:
+        level = daemon["bundle"]["acceptance_level"]
+        if level in ACCEPTANCE_LEVELS and not acceptance_allows(acceptance, level):
+            problems.append(
+                f"host acceptance level {acceptance} does not allow the daemon bundle's {level} "
+                f"VIB {daemon['bundle']['name']}; lower it first (esxcli software acceptance set "
+                f"--level={level})"
+            )
+
     have = installed["driver_version"] if installed else "no NVIDIA driver"
     summary = {
         "none": f"driver {wanted} installed and running: nothing to do",
@@ -269,10 +301,12 @@ def plan_driver(facts: dict, want: dict) -> dict:
         f"{' (running ' + loaded['driver_version'] + ')' if loaded['driver_version'] else ''}"
         ": reboot",
     }[action]
+    if daemon["action"] not in ("none", "skip"):
+        summary += f"; {daemon['summary']}"
     return {
         "action": action,
         "install": install,
-        "reboot": action != "none",
+        "reboot": action != "none" or daemon["reboot"],
         "problems": problems,
         "notes": notes,
         "summary": summary,
@@ -281,11 +315,15 @@ def plan_driver(facts: dict, want: dict) -> dict:
         "installed": installed,
         "bundle": bundle,
         "loaded": {k: loaded[k] for k in ("state", "driver_version", "message")},
+        "daemon": daemon,
     }
 
 
 def verify_driver(facts: dict, want: dict) -> dict:
-    """After the change: the wanted driver is installed and the running one (nvidia-smi)."""
+    """After the change: the wanted driver is installed, its ``nvidia`` module loaded
+    (``vmkload_mod -l``, when ``facts["vmkload"]`` is given), nvidia-smi runs it, and the GPU
+    Management Daemon is installed and running (:func:`~miglab.core.esxi.daemon.verify_daemon`;
+    ``want``: ``daemon_policy``, ``daemon_bundle``, ``daemon_version``)."""
     problems: list[str] = []
     wanted = str(want.get("version") or "").strip()
     pattern = want.get("name_pattern") or DRIVER_NAME_PATTERN
@@ -306,10 +344,20 @@ def verify_driver(facts: dict, want: dict) -> dict:
         )
     elif loaded["driver_version"] != wanted:
         problems.append(f"nvidia-smi reports driver {loaded['driver_version']}, not {wanted}")
+    module = nvidia_module_loaded(facts.get("vmkload"))
+    if module is False:
+        problems.append(
+            "the nvidia module is not loaded (vmkload_mod -l lists no nvidia): look for the "
+            "driver's load-time errors in dmesg / vmkernel.log"
+        )
+    daemon, more = verify_daemon(components, vibs, facts, want)
+    problems += more
     return {
         "ok": not problems,
         "problems": problems,
         "installed": installed,
         "loaded": {k: loaded[k] for k in ("state", "driver_version", "message")},
         "gpus": loaded["gpus"],
+        "module_loaded": module,
+        "daemon": daemon,
     }

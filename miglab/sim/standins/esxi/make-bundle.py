@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Write a STAND-IN NVIDIA host driver bundle for the ESXi stand-in (test infrastructure).
 
-    make-bundle.py [--flavour AIE|VGPU] [--acceptance LEVEL] DRIVER ESXI OUT_DIR
+    make-bundle.py [--flavour AIE|VGPU|DAEMON] [--acceptance LEVEL] DRIVER ESXI OUT_DIR
 
-writes OUT_DIR/NVD-<flavour>-<esxi>_<driver>-1OEM.<esxi>.0.0.<build>_<n>.zip and prints
+writes OUT_DIR/NVD-<flavour>-<esxi>_<driver>-1OEM.<esxi>.0.0.<build>_<n>.zip (the vGPU Manager)
+or, with --flavour DAEMON, OUT_DIR/nvd-gpu-mgmt-daemon_<driver>-0.0.0000_<n>.zip (the NVIDIA GPU
+Management Daemon, NVIDIA's second host component; real-lab notes V8) and prints
 "<path> sha256:<hex>". The name, component, VIB and version strings follow NVIDIA's offline
 bundles (e.g. NVD-AIE-800_525.105.14-1OEM.800.1.0.20613240_21506612.zip holding component
 NVD-AIE-800 and VIB NVD-AIE_ESXi_8.0.0_Driver, see README.md); the content is only a manifest
@@ -12,6 +14,12 @@ pseudo-random bytes that gives the zip a real bundle's size relative to the stan
 (README.md, "RAM disks": real bundles are 100+ MB, the root RAM disk ~32 MB; here 3 MiB and 1 MiB).
 The zip is byte-identical for the same arguments (fixed timestamps, payload from SHAKE-256 of the
 arguments), so its checksum is stable.
+
+The daemon bundle follows a public ESXi 8 capture of NVIDIA's 525.147.01 download
+(nvd-gpu-mgmt-daemon_525.147.01-0.0.0000_22624911.zip installing VIB
+NVD_bootbank_nvdgpumgmtdaemon_525.147.01-1OEM.700.1.0.15843807, the same VIB on ESXi 7 and 8) and
+the NVIDIA AI Enterprise 5 user guide (2.7.1: component nvd-gpu-mgmt-daemon); its display name
+and release date are assumptions (README.md).
 """
 
 from __future__ import annotations
@@ -30,10 +38,39 @@ PAYLOAD_BYTES = 3 << 20
 FLAVOURS = {
     "AIE": "NVIDIA AI Enterprise vGPU driver for VMWare ESX-{esxi}",
     "VGPU": "NVIDIA vGPU driver for VMWare ESX-{esxi}",
+    "DAEMON": "NVIDIA GPU Management Daemon",
 }
+# The daemon's VIB is built once for ESXi 7.0 U1 and later (the capture's 1OEM.700.1.0.15843807).
+DAEMON_VIB_BUILD = "1OEM.700.1.0.15843807"
+
+
+def daemon_manifest(driver: str, acceptance: str) -> dict:
+    return {
+        "standin": "miglab ESXi stand-in bundle: not NVIDIA software, not a VMware depot",
+        "kind": "daemon",
+        "driver_version": driver,
+        "creation_date": "2023-11-03",
+        "release_date": "11-03-2023",
+        "component": {
+            "name": "nvd-gpu-mgmt-daemon",
+            "display_name": FLAVOURS["DAEMON"],
+            "version": f"{driver}-0.0.0000",
+            "display_version": driver,
+            "vendor": "NVIDIA",
+            "acceptance_level": acceptance,
+        },
+        "vib": {
+            "name": "nvdgpumgmtdaemon",
+            "version": f"{driver}-{DAEMON_VIB_BUILD}",
+            "vendor": "NVIDIA",
+            "acceptance_level": acceptance,
+        },
+    }
 
 
 def manifest(driver: str, esxi: str, flavour: str, acceptance: str) -> dict:
+    if flavour == "DAEMON":
+        return daemon_manifest(driver, acceptance)
     tag = esxi.replace(".", "")
     version = f"{driver}-1OEM.{tag}.{ESXI_BUILDS[esxi]}"
     return {
