@@ -38,6 +38,32 @@ def test_driver_installed_and_running(host):
     assert [r[2] == "Enabled" for r in rows] == want, out
 
 
+DAEMON = "/etc/init.d/nvdGpuMgmtDaemon"
+
+
+def test_v8_gpu_management_daemon_installed_and_running(host):
+    """Real-lab notes V8: both NVIDIA host components, the daemon running, the nvidia module
+    loaded (NVIDIA AI Enterprise 5 user guide 2.7.3's checks)."""
+    components = host.check_output("esxcli software component list")
+    rows = [line.split() for line in components.splitlines()]
+    assert [r[-4] for r in rows if r[0] == "nvd-gpu-mgmt-daemon"] == [f"{DRIVER}-0.0.0000"], rows
+    assert "535.129.03-0.0.0000" not in components
+    status = host.run(f"{DAEMON} status")
+    assert (status.rc, status.stdout.strip()) == (0, "nvdGpuMgmtDaemon is running."), status
+    modules = host.check_output("vmkload_mod -l").splitlines()
+    assert any(line.split()[:1] == ["nvidia"] for line in modules), modules
+
+
+def test_v8_daemon_stopped_before_the_update(host):
+    log = standin_state(host)["log"]
+    installs = [n for n, line in enumerate(log) if " install /vmfs/volumes/" in line]
+    stops = [n for n, line in enumerate(log) if "nvdGpuMgmtDaemon stop (was running: True)" in line]
+    if hostname(host) == "esxi-b":  # updated: the daemon stopped before the first install
+        assert stops and installs and stops[0] < installs[0], log
+    else:  # esxi-a: nothing ran before; esxi-c: nothing changed
+        assert not stops, log
+
+
 def test_rebooted_only_when_needed(host):
     state = standin_state(host)
     assert state["reboots"] == EXPECT[hostname(host)]["reboots"], state["log"]
