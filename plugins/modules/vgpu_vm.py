@@ -18,7 +18,7 @@ description:
     A type the host does not offer is named with the reason (no NVIDIA host driver, graphics
     type not Shared Direct, MIG mode on or off, a type of another GPU).
   - A VM to power on in a cluster whose DRS would choose its host (partially or fully automated,
-    no per-VM override) is refused: the planned host and GPU would not be kept (see
+    no per-VM override) is refused, as the planned host and GPU would not be kept (see
     M(miglab.lab.vm_drs_override)).
   - The VMs' vCenter tasks run concurrently (at most O(concurrency) at a time); the result reports
     each VM.
