@@ -276,3 +276,69 @@ def test_vgpu_vm_adds_the_nic_a_vm_lacks(sim):
     nic = _nic(si, "v12-nonic")[1]
     assert nic.backing.port.portgroupKey == _dv_port(si, DV)[1]
     assert run_module("vgpu_vm", on_dv)["changed"] is False
+
+
+@pytest.fixture
+def two_hosts_one_member(vcsim_factory):
+    """A vDS whose only member is the first of two hosts (distributed_switch_hosts)."""
+    import copy
+
+    lab = vcsim_lab.default_lab()
+    second = copy.deepcopy(lab["hosts"][0])
+    second["name"] = "esxi-02.sim.miglab.test"
+    lab["hosts"].append(second)
+    lab["distributed_port_groups"] = [DV]
+    lab["distributed_switch_hosts"] = [lab["hosts"][0]["name"]]
+    return vcsim_factory(lab), second["name"]
+
+
+def test_v12_sim_a_host_outside_the_switch_gets_no_nic_on_its_port_groups(two_hosts_one_member):
+    """V12, the simulation: a distributed port group serves only the switch's member hosts (vSphere
+    Networking: hosts must be associated with the switch)."""
+    from pyVim.task import WaitForTask
+    from pyVmomi import vim
+
+    sim, outside = two_hosts_one_member
+    si = sim.connect()
+    pg = _by_name(si, vim.dvs.DistributedVirtualPortgroup, DV)
+    assert [h.name for h in pg.host] == [sim.lab["hosts"][0]["name"]]
+    uuid, key = _dv_port(si, DV)
+    card = vim.vm.device.VirtualEthernetCard
+    host = _by_name(si, vim.HostSystem, outside)
+    (dc,) = _objects(si, vim.Datacenter)
+    spec = vim.vm.ConfigSpec(
+        name="v12-outside",
+        guestId="ubuntu64Guest",
+        numCPUs=1,
+        memoryMB=256,
+        files=vim.vm.FileInfo(vmPathName="[datastore1]"),
+        deviceChange=[
+            vim.vm.device.VirtualDeviceSpec(
+                operation="add",
+                device=vim.vm.device.VirtualVmxnet3(
+                    key=-1,
+                    backing=card.DistributedVirtualPortBackingInfo(
+                        port=vim.dvs.PortConnection(switchUuid=uuid, portgroupKey=key)
+                    ),
+                ),
+            )
+        ],
+    )
+    task = dc.vmFolder.CreateVM_Task(config=spec, pool=host.parent.resourcePool, host=host)
+    with pytest.raises(vim.fault.InvalidDeviceSpec) as exc:
+        WaitForTask(task)
+    assert f"host {outside} is not a member of distributed switch DSwitch" in (
+        exc.value.faultMessage[0].message
+    )
+
+
+def test_vgpu_vm_refuses_a_port_group_the_host_is_not_on(two_hosts_one_member):
+    """V12, miglab: named before anything is created, with the way out."""
+    sim, outside = two_hosts_one_member
+    res = run_module("vgpu_vm", _args(sim, "v12-outside", DV, host=outside))
+    assert res["failed"] and not res["changed"]
+    assert f"host {outside} is not a member of distributed switch DSwitch" in res["msg"]
+    assert "Add and Manage Hosts" in res["msg"]
+    member_host = sim.lab["hosts"][0]["name"]
+    member = run_module("vgpu_vm", _args(sim, "v12-member", DV, host=member_host))
+    assert member["changed"] and not member["failed"], member.get("msg")

@@ -39,6 +39,8 @@ class Network:
     opaque_id: str | None = None
     opaque_type: str | None = None
     obj: Any = field(default=None, compare=False, repr=False)  # the pyVmomi object
+    # distributed: the moIds of the hosts the port group serves (the switch's members)
+    host_ids: frozenset[str] | None = field(default=None, compare=False)
 
     def nic(self) -> dict:
         """The NIC backing this network needs, in ``nic_of_backing``'s form."""
@@ -55,6 +57,12 @@ class Network:
                 "opaque_network_type": self.opaque_type,
             }
         return {"type": STANDARD, "network": self.name}
+
+    def serves(self, host_id: str) -> bool:
+        """Whether a VM on this host can use the network: a distributed port group serves only
+        its switch's member hosts (vSphere Networking: hosts must be associated with the
+        switch; real-lab notes V12). Other kinds are not checked here."""
+        return self.kind != DISTRIBUTED or self.host_ids is None or host_id in self.host_ids
 
     def describe(self) -> str:
         where = f" on switch {self.switch}" if self.switch else ""
@@ -134,7 +142,7 @@ def collect_networks(si, dc) -> NetworkIndex:
         for obj, p in props.collect(
             si,
             vim.dvs.DistributedVirtualPortgroup,
-            ["key", "config.distributedVirtualSwitch"],
+            ["key", "config.distributedVirtualSwitch", "host"],
             dc,
         )
     }
@@ -159,6 +167,7 @@ def collect_networks(si, dc) -> NetworkIndex:
                     switch_uuid=sw.get("uuid"),
                     portgroup_key=portgroups[moid].get("key"),
                     obj=obj,
+                    host_ids=frozenset(h._moId for h in portgroups[moid].get("host") or []),
                 )
             )
         elif moid in opaque:

@@ -227,9 +227,18 @@ class VmConverger:
                 problems.append(f"{d.name}: {why}")
             if d.network:  # the backing follows the network's kind (real-lab notes V12)
                 try:
-                    d.network_backing = self.networks.resolve(d.network).nic()
+                    net = self.networks.resolve(d.network)
                 except NetworkError as exc:
                     problems.append(f"{d.name}: {exc}")
+                else:
+                    d.network_backing = net.nic()
+                    if not net.serves(self.hosts[host][0]._moId):
+                        problems.append(
+                            f"{d.name}: host {host} is not a member of distributed switch "
+                            f"{net.switch}, so port group {net.name!r} is not available to it: "
+                            "add the host to the switch (vSphere Client: the switch > Add and "
+                            "Manage Hosts) or choose a network the host has"
+                        )
             if d.vgpus and d.mmio_gb is None:
                 problems.append(
                     f"{d.name}: mmio_gb is required: the catalog does not know "

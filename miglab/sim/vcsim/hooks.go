@@ -147,7 +147,7 @@ func hook(ctx *simulator.Context, method string, this mo.Reference, req interfac
 			}
 		}
 		if r, ok := req.(*types.CreateVM_Task); ok { // NIC backing vs network kind (V12)
-			if f := nicBackingCheck(obj, method, obj.Self, r.Config.DeviceChange); f != nil {
+			if f := nicBackingCheck(obj, method, obj.Self, createHost(r), r.Config.DeviceChange); f != nil {
 				return f
 			}
 		}
@@ -157,7 +157,7 @@ func hook(ctx *simulator.Context, method string, this mo.Reference, req interfac
 			return powerOnCheck(obj, method)
 		case "ReconfigVM_Task":
 			r := req.(*types.ReconfigVM_Task)
-			if f := nicBackingCheck(obj, method, obj.Self, r.Spec.DeviceChange); f != nil {
+			if f := nicBackingCheck(obj, method, obj.Self, obj.Runtime.Host, r.Spec.DeviceChange); f != nil {
 				return f // NIC backing vs network kind (V12)
 			}
 			return reconfigCheck(obj, method, r)
@@ -457,4 +457,27 @@ func fixVM(vm *simulator.VirtualMachine) {
 		}
 		n++
 	}
+}
+
+// createHost is the host a CreateVM_Task puts the VM on: its host argument, else the pool's
+// compute resource's only host; nil when it cannot be told.
+func createHost(r *types.CreateVM_Task) *types.ManagedObjectReference {
+	if r.Host != nil {
+		return r.Host
+	}
+	pool, ok := simulator.Map.Get(r.Pool).(*simulator.ResourcePool)
+	if !ok || pool.Owner.Value == "" {
+		return nil
+	}
+	switch cr := simulator.Map.Get(pool.Owner).(type) {
+	case *mo.ComputeResource:
+		if len(cr.Host) == 1 {
+			return &cr.Host[0]
+		}
+	case *simulator.ClusterComputeResource:
+		if len(cr.Host) == 1 {
+			return &cr.Host[0]
+		}
+	}
+	return nil
 }

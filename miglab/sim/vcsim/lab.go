@@ -16,11 +16,14 @@ type Lab struct {
 	Cluster    string `json:"cluster"`
 	Datastore  string `json:"datastore"`
 	Network    string `json:"network"`
-	// optional (real-lab notes V12): a distributed switch (default name DSwitch, every host a
-	// member) holding these distributed port groups, created only when there are some; and NSX
+	// optional (real-lab notes V12): a distributed switch (default name DSwitch, members:
+	// distributed_switch_hosts) holding these distributed port groups, created only when there are some; and NSX
 	// opaque networks (OpaqueNetwork, nsx.LogicalSwitch). See networks.go.
 	DistributedSwitch     string   `json:"distributed_switch"`
 	DistributedPortGroups []string `json:"distributed_port_groups"`
+	// the hosts that are members of the switch (default: every lab host); a VM on another
+	// host cannot use its port groups (V12, networks.go)
+	DistributedSwitchHosts []string `json:"distributed_switch_hosts"`
 	OpaqueNetworks        []string `json:"opaque_networks"`
 	// "off" (default: a lone host or a cluster without DRS, like the seed's), or a DRS
 	// automation level; with DRS on, VMs it automates are placed at power-on (drs.go, V5).

@@ -21,6 +21,7 @@
 //	  "datastore": "datastore1", "network": "VM Network", // optional
 //	  "distributed_switch": "DSwitch",                    // optional (V12): a vDS, every host
 //	  "distributed_port_groups": ["VM Network DV"],       //   a member, with these port groups
+//	  "distributed_switch_hosts": ["esxi-01..."],         // optional: the switch's members (all)
 //	  "opaque_networks": ["nsx-segment"],                 // optional: NSX OpaqueNetworks
 //	  "hosts": [{
 //	    "name": "esxi-01.sim.miglab.test",                // required, unique

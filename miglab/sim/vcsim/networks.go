@@ -35,6 +35,15 @@ func checkNetworks(lab *Lab) []string {
 		}
 		seen[n] = true
 	}
+	hostNames := map[string]bool{}
+	for _, h := range lab.Hosts {
+		hostNames[h.Name] = true
+	}
+	for i, n := range lab.DistributedSwitchHosts {
+		if !hostNames[n] {
+			problems = append(problems, fmt.Sprintf("distributed_switch_hosts[%d]: %q is not a lab host", i, n))
+		}
+	}
 	for i, n := range lab.OpaqueNetworks {
 		if n == "" {
 			problems = append(problems, fmt.Sprintf("opaque_networks[%d]: empty name", i))
@@ -65,7 +74,7 @@ func buildNetworks(ctx context.Context, c *vim25.Client, lab *Lab, folders *obje
 		dvsRef := info.Result.(types.ManagedObjectReference)
 		dvs := object.NewDistributedVirtualSwitch(c, dvsRef)
 		members := &types.DVSConfigSpec{}
-		for _, h := range hosts {
+		for _, h := range dvsMembers(lab, hosts) {
 			members.Host = append(members.Host, types.DistributedVirtualSwitchHostMemberConfigSpec{
 				Operation: string(types.ConfigSpecOperationAdd), Host: h,
 			})
@@ -128,6 +137,25 @@ func buildNetworks(ctx context.Context, c *vim25.Client, lab *Lab, folders *obje
 	return nil
 }
 
+// dvsMembers are the hosts that join the lab's distributed switch: distributed_switch_hosts
+// when given, else every lab host.
+func dvsMembers(lab *Lab, hosts []types.ManagedObjectReference) []types.ManagedObjectReference {
+	if len(lab.DistributedSwitchHosts) == 0 {
+		return hosts
+	}
+	want := map[string]bool{}
+	for _, n := range lab.DistributedSwitchHosts {
+		want[n] = true
+	}
+	var out []types.ManagedObjectReference
+	for _, h := range hosts {
+		if hs, ok := simulator.Map.Get(h).(*simulator.HostSystem); ok && want[hs.Name] {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
 // datacenterOf is the datacenter above an inventory object.
 func datacenterOf(ref types.ManagedObjectReference) *simulator.Datacenter {
 	for i := 0; i < 64; i++ {
@@ -153,8 +181,13 @@ func datacenterOf(ref types.ManagedObjectReference) *simulator.Datacenter {
 // for device" (operators also report the NIC left disconnected; the simulator refuses, so the
 // mistake cannot pass unnoticed). The stock simulator accepted any name, connecting the NIC to
 // whichever network of that name it found first. nil: nothing to refuse.
+//
+// host: the VM's host, when known. A distributed port group serves only the switch's member
+// hosts (vSphere Networking: "To manage the networking of your vSphere environment by using a
+// vSphere Distributed Switch, you must associate hosts with the switch"); a NIC on one from a
+// host outside it is refused the same way (the wording of that refusal is an assumption).
 func nicBackingCheck(obj mo.Reference, method string, dcRef types.ManagedObjectReference,
-	changes []types.BaseVirtualDeviceConfigSpec) soap.HasFault {
+	host *types.ManagedObjectReference, changes []types.BaseVirtualDeviceConfigSpec) soap.HasFault {
 	dc := datacenterOf(dcRef)
 	if dc == nil {
 		return nil
@@ -168,7 +201,7 @@ func nicBackingCheck(obj mo.Reference, method string, dcRef types.ManagedObjectR
 		if !ok {
 			continue
 		}
-		why := nicBackingProblem(dc, nic.GetVirtualEthernetCard().Backing)
+		why := nicBackingProblem(dc, host, nic.GetVirtualEthernetCard().Backing)
 		if why == "" {
 			continue
 		}
@@ -181,7 +214,8 @@ func nicBackingCheck(obj mo.Reference, method string, dcRef types.ManagedObjectR
 }
 
 // nicBackingProblem says why a NIC backing does not fit the datacenter's networks ("" if it does).
-func nicBackingProblem(dc *simulator.Datacenter, backing types.BaseVirtualDeviceBackingInfo) string {
+func nicBackingProblem(dc *simulator.Datacenter, host *types.ManagedObjectReference,
+	backing types.BaseVirtualDeviceBackingInfo) string {
 	nets := map[string][]mo.Reference{}
 	var all []mo.Reference
 	for _, ref := range dc.Network {
@@ -225,6 +259,14 @@ func nicBackingProblem(dc *simulator.Datacenter, backing types.BaseVirtualDevice
 				sw, _ := simulator.Map.Get(*pg.Config.DistributedVirtualSwitch).(*simulator.DistributedVirtualSwitch)
 				if sw == nil || sw.Uuid != b.Port.SwitchUuid {
 					return fmt.Sprintf("port group %s is not on switch %s", pg.Key, b.Port.SwitchUuid)
+				}
+				if host != nil && simulator.FindReference(pg.Host, *host) == nil {
+					name := host.Value
+					if hs, ok := simulator.Map.Get(*host).(*simulator.HostSystem); ok {
+						name = hs.Name
+					}
+					return fmt.Sprintf("host %s is not a member of distributed switch %s, so "+
+						"port group %q is not available to it", name, sw.Name, pg.Name)
 				}
 				return ""
 			}
