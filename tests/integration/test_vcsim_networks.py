@@ -153,6 +153,36 @@ def test_v12_standard_backing_naming_a_distributed_port_group_is_refused(sim):
         WaitForTask(_by_name(si, vim.VirtualMachine, name).Destroy_Task())
 
 
+def test_v12_clone_spec_nic_backings_are_checked_too(sim):
+    """V12: CloneVM_Task's spec may change the clone's NIC; the same refusal applies there."""
+    from pyVim.task import WaitForTask
+    from pyVmomi import vim
+
+    si = sim.connect()
+    card = vim.vm.device.VirtualEthernetCard
+    assert _create_vm(si, "v12-src", card.NetworkBackingInfo(deviceName="VM Network")) is None
+    src, nic = _nic(si, "v12-src")
+    (host,) = _objects(si, vim.HostSystem)
+    nic.backing = card.NetworkBackingInfo(deviceName=DV)
+    edit = vim.vm.device.VirtualDeviceSpec(operation="edit", device=nic)
+    spec = vim.vm.CloneSpec(
+        location=vim.vm.RelocateSpec(pool=host.parent.resourcePool, deviceChange=[edit]),
+        powerOn=False,
+    )
+    with pytest.raises(vim.fault.InvalidDeviceSpec) as exc:
+        WaitForTask(src.CloneVM_Task(folder=src.parent, name="v12-clone", spec=spec))
+    assert "DistributedVirtualPortBackingInfo" in exc.value.faultMessage[0].message
+    assert not [v for v in _objects(si, vim.VirtualMachine) if v.name == "v12-clone"]
+    uuid, key = _dv_port(si, DV)
+    nic.backing = card.DistributedVirtualPortBackingInfo(
+        port=vim.dvs.PortConnection(switchUuid=uuid, portgroupKey=key)
+    )
+    WaitForTask(src.CloneVM_Task(folder=src.parent, name="v12-clone", spec=spec))
+    assert _nic(si, "v12-clone")[1].backing.port.portgroupKey == key
+    for name in ("v12-src", "v12-clone"):
+        WaitForTask(_by_name(si, vim.VirtualMachine, name).Destroy_Task())
+
+
 # --- miglab --------------------------------------------------------------------------------------
 def _args(sim, name, network, **kw):
     return {

@@ -37,6 +37,8 @@ func taskBody(method string, task types.ManagedObjectReference) soap.HasFault {
 		return &methods.ReconfigVM_TaskBody{Res: &types.ReconfigVM_TaskResponse{Returnval: task}}
 	case "CreateVM_Task":
 		return &methods.CreateVM_TaskBody{Res: &types.CreateVM_TaskResponse{Returnval: task}}
+	case "CloneVM_Task":
+		return &methods.CloneVM_TaskBody{Res: &types.CloneVM_TaskResponse{Returnval: task}}
 	case "RebootHost_Task":
 		return &methods.RebootHost_TaskBody{Res: &types.RebootHost_TaskResponse{Returnval: task}}
 	case "ShutdownHost_Task":
@@ -161,6 +163,17 @@ func hook(ctx *simulator.Context, method string, this mo.Reference, req interfac
 				return f // NIC backing vs network kind (V12)
 			}
 			return reconfigCheck(obj, method, r)
+		case "CloneVM_Task": // NIC backings in the clone's spec, on the clone's host (V12)
+			r := req.(*types.CloneVM_Task)
+			host := r.Spec.Location.Host
+			if host == nil {
+				host = obj.Runtime.Host
+			}
+			changes := append([]types.BaseVirtualDeviceConfigSpec{}, r.Spec.Location.DeviceChange...)
+			if r.Spec.Config != nil {
+				changes = append(changes, r.Spec.Config.DeviceChange...)
+			}
+			return nicBackingCheck(obj, method, obj.Self, host, changes)
 		}
 	}
 	return nil
