@@ -257,15 +257,28 @@ def first_fit_layout(gpu: GpuModel, profiles: list[MigProfile]) -> GpuLayout | N
         return None
     mask, out = 0, []
     for p in sorted(profiles, key=lambda p: (-p.placement_size, -p.slices, p.name)):
-        for start in p.placements:
-            m = ((1 << p.placement_size) - 1) << start
-            if start + p.placement_size <= gpu.memory_slices and not mask & m:
-                mask |= m
-                out.append(Instance(p, start))
-                break
-        else:
+        start = first_free_start(gpu, p, mask)
+        if start is None:
             return None
+        mask |= slice_mask(p, start)
+        out.append(Instance(p, start))
     return GpuLayout(gpu, tuple(sorted(out, key=lambda i: (i.start, i.profile.name))))
+
+
+def slice_mask(profile: MigProfile, start: int) -> int:
+    """The memory slices (bit i: slice i) a GPU instance of ``profile`` at ``start`` holds."""
+    return ((1 << profile.placement_size) - 1) << start
+
+
+def first_free_start(gpu: GpuModel, profile: MigProfile, used: int) -> int | None:
+    """The first start ``profile`` allows whose slices are free in ``used`` (a slice mask): the
+    one NVIDIA's vGPU manager picks when it creates the GPU instance (real-lab notes V2)."""
+    for start in profile.placements:
+        if start + profile.placement_size <= gpu.memory_slices and not used & slice_mask(
+            profile, start
+        ):
+            return start
+    return None
 
 
 @functools.lru_cache(maxsize=256)

@@ -27,6 +27,7 @@ import itertools
 from dataclasses import dataclass, field
 
 from miglab.core.catalog import Catalog, GpuModel, MigProfile, TimeSlicedType
+from miglab.core.placement import first_free_start, slice_mask
 from miglab.formats.nvsmi_vgpu import HostVgpuError, vgpu_slots
 
 POLICIES = ("consolidation", "performance")
@@ -60,11 +61,7 @@ class _GpuState:
         if isinstance(vgpu, MigProfile):
             if self.time_sliced is not None:
                 return None
-            for start in vgpu.placements:
-                m = ((1 << vgpu.placement_size) - 1) << start
-                if start + vgpu.placement_size <= self.model.memory_slices and not self.mask & m:
-                    return start
-            return None
+            return first_free_start(self.model, vgpu, self.mask)
         if self.mask or (self.time_sliced is not None and self.time_sliced != vgpu):
             return False
         return self.framebuffer_gib + vgpu.framebuffer_gib <= self.model.memory_gib
@@ -72,7 +69,7 @@ class _GpuState:
     def take(self, vgpu: MigProfile | TimeSlicedType, start: int | None) -> None:
         self.count += 1
         if isinstance(vgpu, MigProfile):
-            self.mask |= ((1 << vgpu.placement_size) - 1) << int(start or 0)
+            self.mask |= slice_mask(vgpu, int(start or 0))
         else:
             self.time_sliced = vgpu
             self.framebuffer_gib += vgpu.framebuffer_gib
