@@ -11,16 +11,26 @@ from testlib import collection_module, run_module, vcenter_args
 pytestmark = pytest.mark.integration
 
 
-def test_a_gpu_in_passthrough_mode_is_named(vcsim_factory):
+def test_a_gpu_in_passthrough_mode_is_named(vcsim_factory, tmp_path):
+    import json
+
     from pyVmomi import vim
 
-    sim = vcsim_factory()
+    from miglab.sim import vcenter as vcsim_lab
+
+    lab = vcsim_lab.default_lab()
+    lab["hosts"][0]["host_state_dir"] = str(tmp_path)
+    sim = vcsim_factory(lab)
     si = sim.connect()
     view = si.content.viewManager.CreateContainerView(si.content.rootFolder, [vim.HostSystem], True)
     host = view.view[0]
     host.configManager.pciPassthruSystem.UpdatePassthruConfig(
         [vim.host.PciPassthruConfig(id="0000:5e:00.0", passthruEnabled=True, applyNow=True)]
     )
+    # what the host's driver sees (the ESXi stand-in's nvidia-smi leaves such GPUs out)
+    seen = json.loads((tmp_path / f"{host.name}.json").read_text())
+    assert {g["pci_id"]: g["passthrough"] for g in seen["gpus"]}["0000:5e:00.0"] is True
+    assert {g["pci_id"]: g["passthrough"] for g in seen["gpus"]}["0000:3b:00.0"] is False
     conn = vcenter_args(sim)
     info = run_module("esxi_gpu_info", {**conn, "esxi_hostname": [host.name]})["hosts"][host.name]
     by_id = {g["pci_id"]: g for g in info["gpus"]}

@@ -293,6 +293,41 @@ def test_the_vgpu_managers_view_of_the_vgpus_vcenter_runs(host):
     }
 
 
+def test_v11_gpus_in_passthrough_mode_are_invisible_to_nvidia_smi(host):
+    """Real-lab notes V11 (Denneman 2023; vSphere PciPassthruInfo): a GPU vCenter has in
+    DirectPath I/O mode is not the host driver's, so nvidia-smi lists only the others, numbered
+    from 0; with every GPU passed through it finds no device."""
+    import json
+    import socket
+
+    path, _ = bundle(host.tmp)
+    host("esxi-standin", "init", "gpus=A100-PCIE-80GB:2")
+    host("esxi-standin", "preinstall", "--loaded", path)
+    vcenter = host.tmp / "vcenter"
+    vcenter.mkdir()
+    host.env = {"ESXI_STANDIN_VCENTER_DIR": str(vcenter)}
+    view = vcenter / f"{socket.gethostname()}.json"
+
+    def passthrough(*flags: bool) -> None:
+        gpus = [
+            {"pci_id": pci, "vgpus": [], "passthrough": on}
+            for pci, on in zip(("0000:3b:00.0", "0000:5e:00.0"), flags, strict=True)
+        ]
+        view.write_text(json.dumps({"host": socket.gethostname(), "gpus": gpus}))
+
+    both = host("nvidia-smi", "--query-gpu=index,pci.bus_id", "--format=csv,noheader")
+    assert both.stdout.splitlines() == ["0, 00000000:3B:00.0", "1, 00000000:5E:00.0"]
+    passthrough(True, False)
+    one = host("nvidia-smi", "--query-gpu=index,pci.bus_id", "--format=csv,noheader")
+    assert one.returncode == 0 and one.stdout.splitlines() == ["0, 00000000:5E:00.0"]
+    assert host("nvidia-smi", "-L").stdout.count("GPU ") == 1
+    passthrough(True, True)
+    none = host("nvidia-smi", "-L")
+    assert none.returncode == 6 and none.stdout == "No devices were found\n"
+    passthrough(False, False)
+    assert host("nvidia-smi", "-L").stdout.count("GPU ") == 2
+
+
 def _standin_module():
     import importlib.util
 

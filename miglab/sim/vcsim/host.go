@@ -400,6 +400,9 @@ type vgpuStateGpu struct {
 	PciID string          `json:"pci_id"`
 	Name  string          `json:"name"`
 	Vgpus []vgpuStateVgpu `json:"vgpus"`
+	// in DirectPath I/O (passthrough) mode now: the host driver and nvidia-smi do not see it
+	// (real-lab notes V11)
+	Passthrough bool `json:"passthrough"`
 }
 
 type serviceState struct {
@@ -430,7 +433,8 @@ func (hs *hostState) writeVgpuState() {
 		}
 	}
 	for _, g := range hs.gpus {
-		sg := vgpuStateGpu{PciID: g.PciID, Name: g.Name, Vgpus: []vgpuStateVgpu{}}
+		sg := vgpuStateGpu{PciID: g.PciID, Name: g.Name, Vgpus: []vgpuStateVgpu{},
+			Passthrough: g.passthruActive}
 		for _, u := range g.uses {
 			v := vgpuStateVgpu{VgpuType: u.vgpu, GpuInstanceID: u.gi, PlacementStart: u.start,
 				PlacementSize: u.size}

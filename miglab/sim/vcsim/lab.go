@@ -24,7 +24,7 @@ type Lab struct {
 	// the hosts that are members of the switch (default: every lab host); a VM on another
 	// host cannot use its port groups (V12, networks.go)
 	DistributedSwitchHosts []string `json:"distributed_switch_hosts"`
-	OpaqueNetworks        []string `json:"opaque_networks"`
+	OpaqueNetworks         []string `json:"opaque_networks"`
 	// "off" (default: a lone host or a cluster without DRS, like the seed's), or a DRS
 	// automation level; with DRS on, VMs it automates are placed at power-on (drs.go, V5).
 	Drs   string    `json:"drs"`

@@ -588,6 +588,9 @@ def nvidia_smi(args: list[str]) -> str:
             raise Exit(9, out=NO_DRIVER)
         if s["loaded_driver"] != s["driver"]["driver_version"]:
             raise Exit(18, out="Failed to initialize NVML: Driver/library version mismatch\n")
+        s = _driver_view(s)
+        if not s["gpus"]:  # every GPU in passthrough mode (nvidia-smi's own wording)
+            raise Exit(6, out="No devices were found\n")
         gpus = _selected(args, s)
         if args[:1] == ["vgpu"]:
             if "-q" in args or "--query" in args:
@@ -643,6 +646,40 @@ def _vcenter_view() -> dict | None:
     return data if isinstance(data, dict) else None
 
 
+def _nvsmi_bus(pci_id: object) -> str | None:
+    """vSphere's PCI id (0000:3b:00.0) in nvidia-smi's spelling (00000000:3B:00.0), or None."""
+    domain, _, rest = str(pci_id).upper().partition(":")
+    if rest.count(":") == 1 and re.fullmatch(r"[0-9A-F]{1,8}", domain):
+        return f"{int(domain, 16):08X}:{rest}"
+    return None
+
+
+def _passthrough_buses() -> set[str]:
+    """Bus ids of the GPUs vCenter has in DirectPath I/O (passthrough) mode now: the host driver
+    does not own them, so nvidia-smi lists none of them (real-lab notes V11: Denneman 2023,
+    vSphere PciPassthruInfo)."""
+    data = _vcenter_view() or {}
+    gpus = data.get("gpus")
+    return {
+        bus
+        for g in (gpus if isinstance(gpus, list) else [])
+        if isinstance(g, dict) and g.get("passthrough") is True
+        for bus in [_nvsmi_bus(g.get("pci_id"))]
+        if bus
+    }
+
+
+def _driver_view(state: dict) -> dict:
+    """The host state as the NVIDIA driver sees it: without GPUs in passthrough mode (nvidia-smi
+    numbers the rest from 0). The GPU entries are the state's own, so changes to them are kept."""
+    hidden = _passthrough_buses()
+    if not hidden:
+        return state
+    view = dict(state)
+    view["gpus"] = [g for g in state["gpus"] if g["bus_id"] not in hidden]
+    return view
+
+
 def _running_vgpus() -> dict[str, list[dict]]:
     """Bus id (nvidia-smi's spelling) -> the vGPUs vCenter runs on that GPU; nothing when the
     simulator wrote no file for this host (molecule, or no vCenter)."""
@@ -652,11 +689,10 @@ def _running_vgpus() -> dict[str, list[dict]]:
     for g in gpus if isinstance(gpus, list) else []:
         if not isinstance(g, dict):
             continue
-        pci = str(g.get("pci_id", "")).upper()  # 0000:3b:00.0 -> 00000000:3B:00.0
-        domain, _, rest = pci.partition(":")
-        if rest.count(":") == 1 and re.fullmatch(r"[0-9A-F]{1,8}", domain):
+        bus = _nvsmi_bus(g.get("pci_id", ""))
+        if bus:
             vgpus = g.get("vgpus", [])
-            out[f"{int(domain, 16):08X}:{rest}"] = [
+            out[bus] = [
                 v for v in (vgpus if isinstance(vgpus, list) else []) if isinstance(v, dict)
             ]
     return out
