@@ -322,18 +322,11 @@ def _lab(inventory: Path):
 
 
 def start_hosts(inventory: Path, env: dict[str, str]) -> dict:
-    """One ESXi stand-in container per lab host, fresh, with the driver bundle on its datastore."""
+    """One ESXi stand-in container per lab host, fresh, with the host bundles on its datastore."""
     lab = _lab(inventory)
-    out = _run(
-        [sys.executable, str(MAKE_BUNDLE), HOST_DRIVER[0], HOST_DRIVER[1], str(SIM_DIR / "bundles")]
-    )
-    path, checksum = out.stdout.split()[:2]
-    bundle = {
-        "version": HOST_DRIVER[0],
-        "file": Path(path).name,
-        "checksum": checksum,
-        "path": f"/vmfs/volumes/datastore1/{Path(path).name}",
-    }
+    # NVIDIA's two host components (real-lab notes V8): the vGPU Manager and, from R525 on, the
+    # GPU Management Daemon, each its own offline bundle of the same driver version.
+    bundles = {"host_driver": _make_bundle("AIE"), "gpu_mgmt_daemon": _make_bundle("DAEMON")}
     key_pub = env["MIGLAB_ESXI_STANDIN_KEY"] + ".pub"
     seen = SIM_DIR / "vcenter"  # the simulator writes each host's vGPUs and services there
     seen.mkdir(parents=True, exist_ok=True)
@@ -385,10 +378,34 @@ def start_hosts(inventory: Path, env: dict[str, str]) -> dict:
                 "acceptance=PartnerSupported",
             ]
         )
-        _run(["podman", "cp", path, f"{name}:{bundle['path']}"])
+        for bundle in bundles.values():
+            _run(["podman", "cp", bundle["local"], f"{name}:{bundle['path']}"])
         log(f"ESXi host {name}: stand-in with {gpus} (ESXi {ESXI_RELEASE}, no NVIDIA driver yet)")
-    (SIM_DIR / "bundles.json").write_text(json.dumps({"host_driver": bundle}, indent=2) + "\n")
-    return bundle
+    (SIM_DIR / "bundles.json").write_text(json.dumps(bundles, indent=2) + "\n")
+    return bundles["host_driver"]
+
+
+def _make_bundle(flavour: str) -> dict:
+    """A stand-in NVIDIA host bundle of HOST_DRIVER (make-bundle.py), as it lies on a datastore."""
+    out = _run(
+        [
+            sys.executable,
+            str(MAKE_BUNDLE),
+            "--flavour",
+            flavour,
+            HOST_DRIVER[0],
+            HOST_DRIVER[1],
+            str(SIM_DIR / "bundles"),
+        ]
+    )
+    local, checksum = out.stdout.split()[:2]
+    return {
+        "version": HOST_DRIVER[0],
+        "file": Path(local).name,
+        "checksum": checksum,
+        "local": local,
+        "path": f"/vmfs/volumes/datastore1/{Path(local).name}",
+    }
 
 
 def _daemon_alive() -> bool:
