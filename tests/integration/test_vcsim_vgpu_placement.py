@@ -149,7 +149,10 @@ def test_first_fit_slots_in_power_on_order_and_the_state_file(lab_of):
     assert state["services"]["TSM-SSH"] == {"running": True, "policy": "off"}  # V6
     assert {k: state[k] for k in ("host", "gpus")} == {
         "host": HOST,
-        "gpus": [{"pci_id": p, "name": "NVIDIA A100 80GB PCIe", "vgpus": []} for p in GPUS],
+        "gpus": [
+            {"pci_id": p, "name": "NVIDIA A100 80GB PCIe", "vgpus": [], "passthrough": False}
+            for p in GPUS
+        ],
     }
     for name, t in (("a", G1), ("b", G1), ("c", G2), ("d", G1), ("ts", TIME_SLICED), ("w", G7)):
         lab.vm(name, t)
