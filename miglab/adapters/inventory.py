@@ -98,7 +98,9 @@ def _vars_files(folder: Path) -> list[Path]:
     return out
 
 
-def _check_vars_files(folder: Path, problems_out: list[Problems], env: Mapping) -> None:
+def _check_vars_files(
+    folder: Path, problems_out: list[Problems], env: Mapping, scopes: list | None = None
+) -> None:
     """Read every vars file strictly (YAML errors, a mapping of variables, the lab settings).
     Vault-encrypted files are left to Ansible (miglab's own lab variables are never secret)."""
     for sub in ("group_vars", "host_vars"):
@@ -111,7 +113,7 @@ def _check_vars_files(folder: Path, problems_out: list[Problems], env: Mapping) 
             if data is None:
                 continue
             data = _variables(data, "", p)
-            labvars.check(data, "", p, env)
+            labvars.check(data, "", p, env, scopes)
 
 
 def _is_vault_file(f: Path) -> bool:
@@ -139,7 +141,14 @@ def _variables(value, field: str, problems: Problems) -> dict:
 
 
 def _find_hosts(
-    group, name: str, under: bool, out: dict, path: str, problems: Problems, env: Mapping
+    group,
+    name: str,
+    under: bool,
+    out: dict,
+    path: str,
+    problems: Problems,
+    env: Mapping,
+    scopes: list | None = None,
 ):
     """Collect host -> field for the hosts of the esxi_hosts group and its children (``under``);
     check the structure of every group on the way and the lab settings of every group and host."""
@@ -165,7 +174,7 @@ def _find_hosts(
                 ),
             )
     own = _variables(group.get("vars"), f"{path}.vars", problems)
-    labvars.check(own, f"{path}.vars.", problems, env)
+    labvars.check(own, f"{path}.vars.", problems, env, scopes)
     under = under or name == HOST_GROUP
     hosts = group.get("hosts") or {}
     if not isinstance(hosts, dict):
@@ -183,7 +192,7 @@ def _find_hosts(
             )
             continue
         hvars = _variables(hvars, field, problems)
-        labvars.check(hvars, f"{field}.", problems, env)
+        labvars.check(hvars, f"{field}.", problems, env, scopes)
         if under:
             out.setdefault(str(host), (problems, field))
     children = group.get("children") or {}
@@ -195,7 +204,9 @@ def _find_hosts(
         return
     for child, body in children.items():
         if labvars.check_inventory_name(child, "group", f"{path}.children.{child}", problems):
-            _find_hosts(body, str(child), under, out, f"{path}.children.{child}", problems, env)
+            _find_hosts(
+                body, str(child), under, out, f"{path}.children.{child}", problems, env, scopes
+            )
 
 
 def load_lab(
@@ -214,6 +225,7 @@ def load_lab(
     sources = _inventory_sources(inv_path)
     found: dict[str, tuple[Problems, str]] = {}
     checked: list[Problems] = []
+    scopes: list = []  # every scope's variables, for checks across scopes (labvars)
     for source in sources:
         problems = Problems(str(source))
         checked.append(problems)
@@ -223,9 +235,10 @@ def load_lab(
         if not isinstance(data, dict) or "all" not in data:
             problems.add("all", "a YAML inventory with a top-level 'all' group is required")
             continue
-        _find_hosts(data["all"], "all", False, found, "all", problems, env)
+        _find_hosts(data["all"], "all", False, found, "all", problems, env, scopes)
     for folder in dict.fromkeys(s.parent for s in sources):
-        _check_vars_files(folder, checked, env)
+        _check_vars_files(folder, checked, env, scopes)
+    labvars.check_guest_licensing(scopes)
     _raise_if_any(checked)
 
     first = checked[0]

@@ -35,7 +35,15 @@ VCENTER_ENV = {"hostname": "VMWARE_HOST", "username": "VMWARE_USER", "password":
 BUNDLE_URL_VAR = "esxi_vgpu_driver_bundle_url"
 BUNDLE_PATH_VAR = "esxi_vgpu_driver_bundle_path"
 URL_SCHEMES = ("http", "https", "ftp", "file")  # what ansible.builtin.get_url fetches
-CHECKED_VARS = (VCENTER_VAR, BUNDLE_URL_VAR, BUNDLE_PATH_VAR)
+LICENSE_MODE_VAR = "guest_vgpu_driver_license_mode"
+# where the guest driver's version can be read: the version itself, or the installer's file name
+GUEST_DRIVER_VARS = ("guest_vgpu_driver_version", "guest_vgpu_driver_url", "guest_vgpu_driver_src")
+# From vGPU software 15.0 (driver branch R525) on, guests license only from NVIDIA License System:
+# "All releases in this release family of NVIDIA vGPU software are incompatible with all
+# releases of the NVIDIA vGPU software license server" (vGPU 15.x release notes; real-lab notes
+# G3; docs/research/issue16-guest-facts.md).
+LEGACY_LICENSING_ENDS_AT = 525  # the first branch without it
+CHECKED_VARS = (VCENTER_VAR, BUNDLE_URL_VAR, BUNDLE_PATH_VAR, LICENSE_MODE_VAR)
 # Ansible's boolean spellings (module options of type bool accept them).
 _BOOL_WORDS = {"yes", "no", "true", "false", "on", "off", "y", "n", "t", "f", "1", "0"}
 _LABEL = r"[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"
@@ -63,9 +71,14 @@ def deferred(value) -> bool:
     )
 
 
-def check(variables: Mapping, prefix: str, problems: Problems, env: Mapping) -> None:
+def check(
+    variables: Mapping, prefix: str, problems: Problems, env: Mapping, scopes: list | None = None
+) -> None:
     """Check the lab settings among ``variables`` (one file's or one inventory group's), whose
-    fields are named ``prefix`` + the variable's name."""
+    fields are named ``prefix`` + the variable's name. ``scopes``, when given, collects
+    (variables, prefix, problems) for the checks across scopes (:func:`check_guest_licensing`)."""
+    if scopes is not None:
+        scopes.append((variables, prefix, problems))
     if VCENTER_VAR in variables:
         check_vcenter(variables[VCENTER_VAR], prefix + VCENTER_VAR, problems, env)
     if BUNDLE_URL_VAR in variables:
@@ -294,3 +307,45 @@ def check_bundle_url(value, field: str, problems: Problems) -> None:
         problems.add(field, f"{shown} names no host")
     elif not parts.path or parts.path.endswith("/"):
         problems.add(field, f"{shown} names no file (the offline bundle .zip)")
+
+
+_DRIVER_IN_VALUE = re.compile(r"(?<![\d.])(\d{3})\.\d{1,3}(?:\.\d{1,3})?(?![\d.])")
+
+
+def driver_branch(value) -> int | None:
+    """The driver branch (535) a guest driver variable names: a version (``535.216.01``) or an
+    installer's path or URL (``.../NVIDIA-Linux-x86_64-535.216.01-grid.run``); None when it
+    names none (or Ansible fills it in later)."""
+    if not isinstance(value, str | int | float) or isinstance(value, bool) or deferred(value):
+        return None
+    text = str(value).rsplit("/", 1)[-1]
+    m = _DRIVER_IN_VALUE.search(text)
+    return int(m.group(1)) if m else None
+
+
+def check_guest_licensing(scopes: list) -> None:
+    """``guest_vgpu_driver_license_mode: legacy`` with a guest driver of branch R525 or later,
+    anywhere in the inventory (the two are often set in different group files): one problem at
+    the licence mode's field. Values Ansible fills in later are not judged."""
+    branches = [
+        (branch, prefix + var)
+        for variables, prefix, _ in scopes
+        for var in GUEST_DRIVER_VARS
+        if var in variables
+        for branch in [driver_branch(variables[var])]
+        if branch is not None
+    ]
+    newer = [(b, field) for b, field in branches if b >= LEGACY_LICENSING_ENDS_AT]
+    if not newer:
+        return
+    branch, where = max(newer)
+    for variables, prefix, problems in scopes:
+        mode = variables.get(LICENSE_MODE_VAR)
+        if isinstance(mode, str) and mode.strip().lower() == "legacy":
+            problems.add(
+                prefix + LICENSE_MODE_VAR,
+                f"legacy licensing does not work with the R{branch} guest driver ({where}): "
+                "from vGPU software 15 (R525) on, guests are licensed only by NVIDIA License "
+                "System; use nls with a client configuration token "
+                "(guest_vgpu_driver_license_token or _token_src)",
+            )

@@ -199,3 +199,43 @@ def test_a_vault_encrypted_vars_file_is_read_with_the_vault_password(tmp_path, m
     monkeypatch.delenv("ANSIBLE_VAULT_PASSWORD_FILE")
     h1 = next(h for h in load_lab(folder).hosts if h.name == "h1")
     assert h1.cpus == 48  # no password: the encrypted file is left out
+
+
+def test_g3_legacy_licensing_with_an_r525_or_later_guest_driver_is_refused(tmp_path):
+    """Real-lab notes G3: from vGPU software 15 (R525) on, guests license only from NVIDIA
+    License System (vGPU 15.x release notes: "incompatible with all releases of the NVIDIA vGPU
+    software license server"). The mode and the driver are often in different group files."""
+    (tmp_path / "hosts.yml").write_text(INV)
+    gv = tmp_path / "group_vars"
+    (gv / "guests").mkdir(parents=True)
+    (gv / "all.yml").write_text('guest_vgpu_driver_version: "535.216.01"\n')
+    (gv / "guests" / "licence.yml").write_text("guest_vgpu_driver_license_mode: legacy\n")
+    with pytest.raises(ValidationError) as exc:
+        load_lab(tmp_path)
+    (line,) = [str(p) for p in exc.value.problems]
+    assert line.startswith(f"{gv / 'guests' / 'licence.yml'}: guest_vgpu_driver_license_mode: ")
+    assert "legacy licensing does not work with the R535 guest driver" in line
+    assert "guest_vgpu_driver_version" in line and "use nls" in line
+    # the installer's file name says the branch too
+    (gv / "all.yml").write_text(
+        "guest_vgpu_driver_url: https://files.lab/NVIDIA-Linux-x86_64-550.90.07-grid.run\n"
+    )
+    with pytest.raises(ValidationError, match="R550 guest driver"):
+        load_lab(tmp_path)
+    # R470 (vGPU 13) still talks to a legacy licence server; nls is always fine; a templated
+    # version is Ansible's to fill in and not judged
+    for version, mode in (("470.256.02", "legacy"), ("535.216.01", "nls"),
+                          ("{{ driver_version }}", "legacy")):  # fmt: skip
+        (gv / "all.yml").write_text(f'guest_vgpu_driver_version: "{version}"\n')
+        (gv / "guests" / "licence.yml").write_text(f"guest_vgpu_driver_license_mode: {mode}\n")
+        assert load_lab(tmp_path).hosts
+
+
+def test_driver_branch_from_versions_and_installer_names():
+    from miglab.core.labvars import driver_branch
+
+    assert driver_branch("535.216.01") == 535
+    assert driver_branch("/srv/NVIDIA-Linux-x86_64-550.90.07-grid.run") == 550
+    assert driver_branch("https://h/v1.2/NVIDIA-Linux-x86_64-470.256.02-grid.run") == 470
+    assert driver_branch("{{ v }}") is None and driver_branch("") is None
+    assert driver_branch(True) is None and driver_branch(None) is None
