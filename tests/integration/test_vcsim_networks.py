@@ -43,12 +43,14 @@ def _by_name(si, vimtype, name):
     return obj
 
 
-def _create_vm(si, name, backing):
-    """CreateVM_Task with one vmxnet3 NIC of ``backing``; the task's error or None."""
+def _create_vm(si, name, backing, host=None):
+    """CreateVM_Task with one vmxnet3 NIC of ``backing`` (on ``host``, default: the lab's only
+    one); the task's error or None."""
     from pyVim.task import WaitForTask
     from pyVmomi import vim
 
-    (host,) = _objects(si, vim.HostSystem)
+    if host is None:
+        (host,) = _objects(si, vim.HostSystem)
     (dc,) = _objects(si, vim.Datacenter)
     spec = vim.vm.ConfigSpec(
         name=name,
@@ -325,7 +327,6 @@ def two_hosts_one_member(vcsim_factory):
 def test_v12_sim_a_host_outside_the_switch_gets_no_nic_on_its_port_groups(two_hosts_one_member):
     """V12, the simulation: a distributed port group serves only the switch's member hosts (vSphere
     Networking: hosts must be associated with the switch)."""
-    from pyVim.task import WaitForTask
     from pyVmomi import vim
 
     sim, outside = two_hosts_one_member
@@ -334,31 +335,13 @@ def test_v12_sim_a_host_outside_the_switch_gets_no_nic_on_its_port_groups(two_ho
     assert [h.name for h in pg.host] == [sim.lab["hosts"][0]["name"]]
     uuid, key = _dv_port(si, DV)
     card = vim.vm.device.VirtualEthernetCard
-    host = _by_name(si, vim.HostSystem, outside)
-    (dc,) = _objects(si, vim.Datacenter)
-    spec = vim.vm.ConfigSpec(
-        name="v12-outside",
-        guestId="ubuntu64Guest",
-        numCPUs=1,
-        memoryMB=256,
-        files=vim.vm.FileInfo(vmPathName="[datastore1]"),
-        deviceChange=[
-            vim.vm.device.VirtualDeviceSpec(
-                operation="add",
-                device=vim.vm.device.VirtualVmxnet3(
-                    key=-1,
-                    backing=card.DistributedVirtualPortBackingInfo(
-                        port=vim.dvs.PortConnection(switchUuid=uuid, portgroupKey=key)
-                    ),
-                ),
-            )
-        ],
+    backing = card.DistributedVirtualPortBackingInfo(
+        port=vim.dvs.PortConnection(switchUuid=uuid, portgroupKey=key)
     )
-    task = dc.vmFolder.CreateVM_Task(config=spec, pool=host.parent.resourcePool, host=host)
-    with pytest.raises(vim.fault.InvalidDeviceSpec) as exc:
-        WaitForTask(task)
+    err = _create_vm(si, "v12-outside", backing, host=_by_name(si, vim.HostSystem, outside))
+    assert isinstance(err, vim.fault.InvalidDeviceSpec), err
     assert f"host {outside} is not a member of distributed switch DSwitch" in (
-        exc.value.faultMessage[0].message
+        err.faultMessage[0].message
     )
 
 
