@@ -3,9 +3,10 @@
 This file is shipped to the managed guests as Ansible module_utils (the modules
 ``miglab.lab.docker_daemon_json`` and ``miglab.lab.nvidia_driver_info`` import it), so it uses
 only the Python standard library, imports nothing from the rest of miglab and never imports
-Ansible. Python 3.8+ syntax only: guests may run Ubuntu 20.04's Python. A guest's ``nvidia-smi
--q`` is read on the controller instead, by miglab's one parser of it (``miglab.formats.nvsmi``,
-for the action ``miglab.lab.vgpu_license``).
+Ansible. Python 3.8+ only (``miglab.core.guest_support.GUEST_MODULE_PYTHON``, checked with vermin
+by tests/unit/test_guest_python.py): it runs on the guest's python3. A guest's ``nvidia-smi -q``
+is read on the controller instead, by miglab's one parser of it (``miglab.formats.nvsmi``, for
+the action ``miglab.lab.vgpu_license``).
 
 Formats understood, each from real output:
 
