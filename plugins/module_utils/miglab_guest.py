@@ -15,6 +15,11 @@ Formats understood, each from real output:
 * ``nvidia-smi --version`` (R535+): ``DRIVER version      : 580.159.04``.
 * ``/proc/driver/nvidia/version``: ``NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.216.01
   ...``; ``/sys/module/nvidia/version``: the bare version.
+* ``lsmod`` (kmod, from ``/proc/modules``): ``Module  Size  Used by`` then one module a line,
+  its use count third.
+* ``/proc/<pid>/cgroup`` (cgroup v2 ``0::/path``, v1 ``N:controllers:/path``): a systemd
+  service's processes sit in ``/system.slice/<unit>.service``, a Docker container's in
+  ``/system.slice/docker-<id>.scope`` (systemd cgroup driver) or ``/docker/<id>`` (cgroupfs).
 * Docker's ``/etc/docker/daemon.json`` (a JSON object); the NVIDIA runtime entry is what
   ``nvidia-ctk runtime configure --runtime=docker`` writes (NVIDIA container toolkit,
   pkg/config/engine/docker/docker.go: ``runtimes.<name> = {"args": [], "path": <path>}``, plus
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 
 __all__ = [
@@ -33,7 +39,10 @@ __all__ = [
     "dump_daemon_json",
     "load_daemon_json",
     "merge_daemon_json",
+    "driver_users",
     "needs_reboot",
+    "parse_lsmod",
+    "parse_proc_cgroup",
     "nvidia_runtime_settings",
     "parse_installer_version",
     "parse_kernel_module_version",
@@ -88,20 +97,102 @@ def parse_kernel_module_version(text: str) -> str | None:
 
 
 def needs_reboot(
-    *, installed: str | None, loaded: str | None, nouveau_loaded: bool
+    *,
+    installed: str | None,
+    loaded: str | None,
+    nouveau_loaded: bool,
+    library_mismatch: bool = False,
 ) -> tuple[bool, str]:
     """Whether the guest must reboot for the installed driver to run, and why.
 
     nouveau still loaded keeps the NVIDIA module from binding the GPU; a loaded NVIDIA module of
-    another version than the installed one means the new module could not be loaded in place.
-    A driver that is installed but not loaded at all (first install) is loaded by the installer
-    or at the next boot; no reboot is forced for it.
+    another version than the installed one (or nvidia-smi's "Driver/library version mismatch",
+    where the module's version cannot be read) means the new module could not be loaded in
+    place. A driver that is installed but not loaded at all (first install) is loaded on first
+    use or at the next boot; no reboot is forced for it.
     """
     if installed and nouveau_loaded:
         return True, "the nouveau module is loaded; it must be unloaded (blacklisted) by a reboot"
     if installed and loaded and loaded != installed:
         return True, f"kernel module {loaded} is loaded but driver {installed} is installed"
+    if installed and library_mismatch:
+        return True, (
+            f"nvidia-smi reports a driver/library version mismatch: an older kernel module is "
+            f"loaded but driver {installed} is installed"
+        )
     return False, ""
+
+
+# --------------------------------------------------------------------------------------------
+# kernel modules and the processes that use the driver
+# --------------------------------------------------------------------------------------------
+
+_CONTAINER_RES = (
+    re.compile(r"/docker-(?P<id>[0-9a-f]{12,64})\.scope$"),
+    re.compile(r"/docker/(?P<id>[0-9a-f]{12,64})$"),
+)
+_UNIT_RE = re.compile(r"/(?P<unit>[^/]+\.service)$")
+
+
+def parse_lsmod(text: str) -> dict:
+    """``lsmod`` output -> ``{module: use count}`` (the header line is skipped)."""
+    modules = {}
+    for line in (text or "").splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[0] != "Module" and parts[2].isdigit():
+            modules[parts[0]] = int(parts[2])
+    return modules
+
+
+def parse_proc_cgroup(text: str) -> dict:
+    """``/proc/<pid>/cgroup`` -> ``{"unit": name or None, "container": id or None}``.
+
+    The unified (v2) line ``0::/path`` is used when present, else the first v1 line naming a
+    path. A Docker container's processes are named by the container, a systemd service's by
+    its unit; anything else (a login session, the init scope) by neither."""
+    path = ""
+    for line in (text or "").splitlines():
+        parts = line.split(":", 2)
+        if len(parts) == 3 and parts[0] == "0" and parts[1] == "":
+            path = parts[2].strip()
+            break
+        if len(parts) == 3 and not path and parts[2].strip() not in ("", "/"):
+            path = parts[2].strip()
+    for container_re in _CONTAINER_RES:
+        m = container_re.search(path)
+        if m:
+            return {"unit": None, "container": m.group("id")}
+    m = _UNIT_RE.search(path)
+    return {"unit": m.group("unit") if m else None, "container": None}
+
+
+def driver_users(proc: str = "/proc") -> list:
+    """The processes holding an NVIDIA device file (``/dev/nvidia*``) open, as ``lsof`` and
+    ``fuser`` find them (links in ``/proc/<pid>/fd``): ``[{pid, comm, unit, container}]``, by
+    pid. They keep the kernel module in use, so the driver's installer cannot replace it."""
+    users = []
+    for entry in os.listdir(proc):
+        if not entry.isdigit():
+            continue
+        fd_dir = os.path.join(proc, entry, "fd")
+        try:
+            links = [os.readlink(os.path.join(fd_dir, fd)) for fd in os.listdir(fd_dir)]
+        except OSError:
+            continue  # gone, or not ours to read
+        if not any(link.startswith("/dev/nvidia") for link in links):
+            continue
+        comm = _read_text(os.path.join(proc, entry, "comm")).strip() or "?"
+        where = parse_proc_cgroup(_read_text(os.path.join(proc, entry, "cgroup")))
+        users.append({"pid": int(entry), "comm": comm, **where})
+    return sorted(users, key=lambda user: user["pid"])
+
+
+def _read_text(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read()
+    except OSError:
+        return ""
 
 
 # --------------------------------------------------------------------------------------------

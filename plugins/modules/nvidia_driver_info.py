@@ -11,9 +11,14 @@ description:
   - Reads the installed driver version from C(nvidia-installer --version) (what the C(.run)
     installer put on the system; falls back to C(nvidia-smi --version)), the loaded kernel
     module's version from C(/sys/module/nvidia/version) or C(/proc/driver/nvidia/version), and
-    whether C(nouveau) is loaded.
+    whether C(nouveau) is loaded (C(/sys/module/nouveau), a PCI device bound to C(nouveau) --
+    the test C(nvidia-installer) makes -- or C(lsmod)).
+  - RV(users) lists the processes that hold an NVIDIA device file open (what C(lsof /dev/nvidia*)
+    shows) with the systemd unit or Docker container each belongs to: while any runs, the
+    C(nvidia) module is in use and the driver's installer refuses to replace it.
   - RV(reboot_required) is true when C(nouveau) is loaded while an NVIDIA driver is installed,
-    or when the loaded NVIDIA module's version differs from the installed driver.
+    or when the loaded NVIDIA module's version differs from the installed driver (or
+    C(nvidia-smi) says C(Driver/library version mismatch)).
   - With O(installer), also reads the version a driver C(.run) file would install
     (C(sh FILE --version)), to check an artifact before installing it.
   - Changes nothing.
@@ -67,19 +72,34 @@ installer_version:
   description: Version the O(installer) file installs.
   returned: when O(installer) is set
   type: str
+library_mismatch:
+  description: Whether C(nvidia-smi) failed with C(Driver/library version mismatch) (a loaded
+    kernel module older or newer than the installed driver's libraries).
+  returned: always
+  type: bool
+users:
+  description: Processes holding C(/dev/nvidia*) open, by pid; C(unit) is the systemd service and
+    C(container) the Docker container id they run in, when they do.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{pid: 812, comm: nvidia-gridd, unit: nvidia-gridd.service, container: null}]
 gridd_installed:
   description: Whether C(nvidia-gridd) (the licensing daemon of the GRID guest driver) is installed.
   returned: always
   type: bool
 """
 
+import glob  # noqa: E402
 import os  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible_collections.miglab.lab.plugins.module_utils.miglab_guest import (  # noqa: E402
+    driver_users,
     needs_reboot,
     parse_installer_version,
     parse_kernel_module_version,
+    parse_lsmod,
     parse_nvidia_smi_version,
 )
 
@@ -109,6 +129,30 @@ def installed_version(module: AnsibleModule) -> str | None:
     return None
 
 
+def nouveau_loaded(module: AnsibleModule) -> bool:
+    if os.path.isdir("/sys/module/nouveau"):
+        return True
+    for link in glob.glob("/sys/bus/pci/devices/*/driver"):
+        try:
+            if os.path.basename(os.readlink(link)) == "nouveau":
+                return True
+        except OSError:
+            continue
+    lsmod = module.get_bin_path("lsmod")
+    if lsmod:
+        rc, out, _ = module.run_command([lsmod])
+        return rc == 0 and "nouveau" in parse_lsmod(out)
+    return False
+
+
+def library_mismatch(module: AnsibleModule) -> bool:
+    smi = module.get_bin_path("nvidia-smi")
+    if not smi:
+        return False
+    rc, out, err = module.run_command([smi, "-L"])
+    return rc != 0 and "Driver/library version mismatch" in out + err
+
+
 def main() -> None:
     module = AnsibleModule(
         argument_spec={"installer": {"type": "path"}},
@@ -124,11 +168,14 @@ def main() -> None:
             if loaded:
                 break
     result["loaded_version"] = loaded
-    result["nouveau_loaded"] = os.path.isdir("/sys/module/nouveau")
+    result["nouveau_loaded"] = nouveau_loaded(module)
+    result["library_mismatch"] = bool(result["installed_version"]) and library_mismatch(module)
+    result["users"] = driver_users()
     reboot, reason = needs_reboot(
         installed=result["installed_version"],
         loaded=loaded,
         nouveau_loaded=result["nouveau_loaded"],
+        library_mismatch=result["library_mismatch"],
     )
     result["reboot_required"] = reboot
     result["reboot_reason"] = reason

@@ -99,6 +99,15 @@ def test_needs_reboot(installed, loaded, nouveau, reboot):
     assert bool(reason) is reboot
 
 
+def test_needs_reboot_on_nvidia_smis_version_mismatch():
+    """Where the module's version cannot be read, nvidia-smi's "Driver/library version mismatch"
+    says an old module is still loaded."""
+    required, reason = needs_reboot(
+        installed="550.144.03", loaded=None, nouveau_loaded=False, library_mismatch=True
+    )
+    assert required and "version mismatch" in reason
+
+
 # ---------------------------------------------------------------------------------------------
 # daemon.json
 # ---------------------------------------------------------------------------------------------
@@ -167,6 +176,7 @@ def test_guest_module_is_standalone():
         "from __future__ import annotations",
         "import copy",
         "import json",
+        "import os",
         "import re",
     ]
     # a real file of the collection, not a link into the package (a tarball without the package

@@ -97,6 +97,8 @@ def grid_bin(tmp_path):
         shutil.copy(STANDINS / "grid-driver" / name, bindir / name)
         (share / name).write_text("")  # nvidia-installer --version reads the manifest beside it
     shutil.copy(share / "manifest.json", bindir / "manifest.json")
+    # their helper for the stand-in VM kernel (absent here: they behave as with no kernel model)
+    shutil.copy(STANDINS / "grid-driver" / "standin_kernel.py", bindir / "standin_kernel.py")
     state = tmp_path / "standin-license.json"
     env = {
         "PATH": f"{bindir}:{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",

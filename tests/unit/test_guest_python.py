@@ -107,11 +107,12 @@ def _vermin(target: str, paths, *options: str) -> subprocess.CompletedProcess:
 
 def test_the_guest_code_is_found():
     names = {p.relative_to(ROOT).as_posix() for p in _guest_modules()}
-    assert names == {
+    assert {
         "plugins/modules/docker_daemon_json.py",
         "plugins/modules/nvidia_driver_info.py",
+        "plugins/modules/nvidia_driver_users.py",
         "plugins/module_utils/miglab_guest.py",
-    }
+    } <= names
     files = {p.relative_to(ROOT).as_posix() for p in _guest_side_files()}
     assert {"miglab/__init__.py", "miglab/mlperf/__init__.py", "miglab/core/process.py"} <= files
     assert {"miglab/mlperf/guest/run.py", "miglab/formats/loadgen.py"} <= files

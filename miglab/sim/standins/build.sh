@@ -3,6 +3,7 @@
 # outputs are byte-identical for the same sources, so their checksums are stable):
 #   NVIDIA-Linux-x86_64-535.216.01-grid.run, NVIDIA-Linux-x86_64-550.144.03-grid.run
 #   nvidia-container-toolkit-base_1.17.8-1_<arch>.deb, nvidia-container-toolkit_1.17.8-1_<arch>.deb
+#   miglab-standin-vgpu-vm_1.0-1_all.deb (the kernel of a VM with a vGPU: nouveau, module use)
 #   client_configuration_token_standin.tok (license server dls.lab.example),
 #   client_configuration_token_never.tok   (license server dls.never.invalid: never licenses)
 #   token-sentinel.txt (the string whose presence in a log means the token leaked)
@@ -17,6 +18,7 @@ mkdir -p "$OUT"
 "$HERE/grid-driver/build-run.sh" 535.216.01 12.2 "$OUT" >/dev/null
 "$HERE/grid-driver/build-run.sh" 550.144.03 12.4 "$OUT" >/dev/null
 "$HERE/container-toolkit/build-debs.sh" 1.17.8 "$OUT" >/dev/null
+"$HERE/vgpu-vm/build-deb.sh" "$OUT" >/dev/null
 python3 "$HERE/make-token.py" dls.lab.example "$OUT/client_configuration_token_standin.tok"
 python3 "$HERE/make-token.py" dls.never.invalid "$OUT/client_configuration_token_never.tok"
 echo MIGLAB_TOKEN_SENTINEL_d41f8a >"$OUT/token-sentinel.txt"

@@ -18,13 +18,15 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/$NAME"
 cp "$HERE"/nvidia-installer "$HERE"/nvidia-smi "$HERE"/nvidia-gridd "$HERE"/nvidia-gridd.service \
+  "$HERE"/nvidia-persistenced "$HERE"/standin_kernel.py \
   "$HERE"/gridd.conf.template "$work/$NAME/"
 cp "$FIXTURES/h200-q.txt" "$work/$NAME/nvidia-smi-q.txt"
 cp "$FIXTURES/h200-nvidia-smi.txt" "$work/$NAME/nvidia-smi.txt"
 # A fixed build date keeps the file byte-identical for the same VERSION (stable checksums).
 printf '{"version": "%s", "cuda": "%s", "built": "Thu Jan  1 00:00:00 UTC 2026", "standin": true}\n' \
   "$VERSION" "$CUDA" >"$work/$NAME/manifest.json"
-chmod 755 "$work/$NAME"/nvidia-installer "$work/$NAME"/nvidia-smi "$work/$NAME"/nvidia-gridd
+chmod 755 "$work/$NAME"/nvidia-installer "$work/$NAME"/nvidia-smi "$work/$NAME"/nvidia-gridd \
+  "$work/$NAME"/nvidia-persistenced
 tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@1767225600 -C "$work" -cf - "$NAME" |
   gzip -n -9 >"$work/payload.tgz"
 

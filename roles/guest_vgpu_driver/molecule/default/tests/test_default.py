@@ -53,3 +53,14 @@ def test_token_never_logged(host):
     assert sentinel not in log and token not in log
     journal = host.check_output("journalctl -u nvidia-gridd --no-pager")
     assert sentinel not in journal
+
+
+def test_nouveau_gone_and_the_driver_loaded_after_one_reboot(host):
+    lsmod = host.check_output("lsmod")
+    assert not re.search(r"^nouveau ", lsmod, re.M)
+    # in use by nvidia-gridd, which holds /dev/nvidiactl
+    assert re.search(r"^nvidia\s+\d+\s+[1-9]", lsmod, re.M), lsmod
+    state = host.check_output("miglab-standin-kernel status")
+    assert '"initramfs_blacklist": ["nouveau"]' in state  # the initramfs was rebuilt
+    log = host.file("/var/log/nvidia-installer.log").content_string
+    assert "Nouveau" not in log  # the installer never met nouveau: the reboot came first
