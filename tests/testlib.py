@@ -50,6 +50,19 @@ def collection_module(name: str):
     return importlib.import_module(f"ansible_collections.miglab.lab.{name}")
 
 
+def load_script(path: Path, name: str):
+    """A Python program without the .py suffix (a stand-in under miglab/sim/standins), imported
+    as module ``name`` so a test can call its functions."""
+    import importlib.machinery
+    import importlib.util
+
+    loader = importlib.machinery.SourceFileLoader(name, str(path))
+    spec = importlib.util.spec_from_loader(name, loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
 def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     """Run the real `miglab` entry point in a subprocess (exit codes and streams as users see)."""
     return subprocess.run(

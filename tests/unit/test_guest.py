@@ -4,8 +4,6 @@ same parsers (the licence in nvidia-smi -q: tests/unit/test_vgpu_license.py)."""
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import json
 import os
 import shutil
@@ -29,6 +27,7 @@ from miglab_guest import (
 )
 
 from miglab.core.vgpu_license import license_problem, read_license
+from testlib import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "nvidia-smi"
@@ -266,16 +265,8 @@ def test_standin_nvidia_smi_version_and_summary(smi_share, tmp_path):
     assert {len(line) for line in table.splitlines()[1:12]} == {91}  # the table stays aligned
 
 
-def _load_script(path: Path, name: str):
-    loader = importlib.machinery.SourceFileLoader(name, str(path))
-    spec = importlib.util.spec_from_loader(name, loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
-
-
 def test_standin_gridd_reads_client_configuration_tokens(tmp_path):
-    gridd = _load_script(STANDINS / "grid-driver" / "nvidia-gridd", "standin_gridd")
+    gridd = load_script(STANDINS / "grid-driver" / "nvidia-gridd", "standin_gridd")
     tokens = tmp_path / "ClientConfigToken"
     tokens.mkdir()
     subprocess.run(

@@ -3,14 +3,14 @@ GRID installer that refuse as NVIDIA's installer and kmod do (nouveau bound, mod
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import json
 import os
 from pathlib import Path
 
 import pytest
 from miglab_guest import driver_users, parse_lsmod, parse_proc_cgroup
+
+from testlib import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 STANDINS = ROOT / "miglab" / "sim" / "standins"
@@ -84,18 +84,10 @@ def test_driver_users_are_the_holders_of_dev_nvidia(tmp_path):
 # ---------------------------------------------------------------------------------------------
 
 
-def _load(path: Path, name: str):
-    loader = importlib.machinery.SourceFileLoader(name, str(path))
-    spec = importlib.util.spec_from_loader(name, loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
-
-
 @pytest.fixture
 def kernel(tmp_path, monkeypatch):
     """The stand-in VM kernel with its state, modprobe.d and initramfs in tmp_path."""
-    vm = _load(STANDINS / "vgpu-vm" / "vm-kernel", "standin_vm_kernel")
+    vm = load_script(STANDINS / "vgpu-vm" / "vm-kernel", "standin_vm_kernel")
     monkeypatch.setattr(vm, "STATE", str(tmp_path / "run"))
     monkeypatch.setattr(vm, "MODPROBE_DIRS", (str(tmp_path / "modprobe.d"),))
     monkeypatch.setattr(vm, "INITRAMFS_DIR", str(tmp_path / "initramfs"))
@@ -149,7 +141,7 @@ def test_nvidia_loads_only_without_nouveau_and_unloads_only_unused(kernel, capsy
 
 @pytest.fixture
 def installer(monkeypatch, tmp_path):
-    inst = _load(STANDINS / "grid-driver" / "nvidia-installer", "standin_installer")
+    inst = load_script(STANDINS / "grid-driver" / "nvidia-installer", "standin_installer")
     monkeypatch.setattr(inst, "write_log", lambda: None)
     monkeypatch.setattr(
         inst, "NOUVEAU_FILES", (str(tmp_path / "nvidia-installer-disable-nouveau.conf"),)
