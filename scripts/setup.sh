@@ -50,6 +50,7 @@ fi
 # 3. Test infrastructure (cached; seconds when up to date): the project's vSphere simulator,
 #    and the Debian 12 systemd image (podman) that molecule scenarios and simulated guests use.
 if [ "$PROFILE" = test ]; then
+  [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null && apt_install faketime  # test_clock_skew.py
   export MIGLAB_PROJECT_DIR=$ROOT  # the checkout is the project (caches in its .cache)
   bash "$ROOT/miglab/sim/vcsim/build.sh" >/dev/null
   log "vSphere simulator: $ROOT/.cache/vcsim/miglab-vcsim"

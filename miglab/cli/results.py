@@ -15,6 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from miglab.core.clock import DEFAULT_BOUND_S
 from miglab.errors import EXIT_FAIL, EXIT_OK, Problem, ValidationError
 
 
@@ -143,6 +144,7 @@ def _aggregate(args):
         runs=ctx.get("runs"),
         min_overlap=args.min_overlap,
         require_timestamps=not args.allow_unchecked_overlap,
+        clock_bound=args.clock_bound,
     )
 
 
@@ -217,6 +219,14 @@ def _aggregate_options(p: argparse.ArgumentParser) -> None:
         default=0.0,
         metavar="F",
         help="least fraction (0-1) of a run's span that all VMs must run at once (default: >0)",
+    )
+    p.add_argument(
+        "--clock-bound",
+        type=float,
+        default=DEFAULT_BOUND_S,
+        metavar="S",
+        help="flag a run whose guests' clock offsets to the controller differ by more than S "
+        f"seconds (default {DEFAULT_BOUND_S:g})",
     )
     p.add_argument(
         "--allow-unchecked-overlap",

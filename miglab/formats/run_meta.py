@@ -1,10 +1,13 @@
 """miglab's run metadata, ``miglab_run.json``: what a runner writes beside LoadGen's logs (SUT,
-device, weights, inputs, placement, start and end). It is read from the run directory and its
-parents up to the campaign directory (nearest wins); see ``miglab/mlperf/README.md``.
+device, weights, inputs, placement, the guest's clock offset, start and end). It is read from
+the run directory and its parents up to the campaign directory (nearest wins); see
+``miglab/mlperf/README.md``.
 
 A ``miglab_run.json`` that is a symbolic link, not a regular file, larger than
-:data:`RUN_META_LIMIT`, not JSON (``NaN`` and ``Infinity`` are not JSON) or nested more than
-:data:`MAX_DEPTH` deep is a problem of its run, never followed or half read.
+:data:`RUN_META_LIMIT`, not JSON (``NaN`` and ``Infinity`` are not JSON: the problem names their
+field) or nested more than :data:`MAX_DEPTH` deep is a problem of its run, never followed or half
+read; so is a known key of the wrong type, and a ``clock`` object that is not exactly a
+measurement or an error (:func:`check_clock`).
 
 Only the standard library is used.
 """
@@ -21,7 +24,7 @@ from pathlib import Path
 from miglab.errors import Problem, Problems, ValidationError
 from miglab.formats.files import MiB, UnreadableFile, read_input_text
 
-__all__ = ["RUN_META", "RunMeta", "read_run_meta"]
+__all__ = ["RUN_META", "RunMeta", "check_clock", "read_run_meta"]
 
 RUN_META = "miglab_run.json"
 RUN_META_LIMIT = 1 * MiB  # a runner writes a few KB
@@ -39,10 +42,18 @@ RUN_META_FIELDS = {
     "vgpu_type": str,
     "run": int,
     "placement": dict,
+    "clock": dict,
     "started_at": str,
     "finished_at": str,
     "notes": str,
 }
+# ``clock``: the guest's clock against the controller's, measured before the run
+# (miglab.mlperf.guest.clock; see README.md beside miglab/mlperf). Either a measurement or an error.
+CLOCK_METHODS = ("responder", "ntp", "chrony")
+CLOCK_NUMBERS = ("offset_s", "uncertainty_s", "to_reference_s", "controller_to_reference_s")
+CLOCK_MEASURED = ("offset_s", "uncertainty_s", "reference", "samples", "measured_at")
+CLOCK_KEYS = ("method", "error", *CLOCK_MEASURED, "to_reference_s", "controller_to_reference_s")
+CLOCK_MAX_OFFSET_S = 1e6  # 11.6 days: a guest further off is no clock miglab compares
 WEIGHTS = ("real", "random")
 INPUTS = ("real", "synthetic")
 
@@ -65,6 +76,9 @@ class RunMeta:
     # where the vGPU ran and where the plan put it: {"gpu": PCI id, "mig_slot": start or None,
     # "planned": {"gpu", "mig_slot"}, "pinned": bool}
     placement: dict | None = None
+    # the guest's clock against the controller's: {"method", "offset_s", "uncertainty_s",
+    # "reference", "samples", "measured_at"} or {"method", "error"} (see _check_clock)
+    clock: dict | None = None
     started_at: datetime | None = None  # timezone-aware
     finished_at: datetime | None = None
     notes: str | None = None
@@ -78,7 +92,10 @@ class RunMeta:
             "weights": self.weights,
             "inputs": self.inputs,
         }
-        keys = ("benchmark", "scenario", "vm", "profile", "vgpu_type", "run", "placement", "notes")
+        keys = (
+            "benchmark", "scenario", "vm", "profile", "vgpu_type", "run", "placement", "clock",
+            "notes",
+        )  # fmt: skip
         for k in keys:
             if getattr(self, k) is not None:
                 out[k] = getattr(self, k)
@@ -124,15 +141,39 @@ def read_run_meta(run_dir: str | Path, levels: int = 6, root: str | Path | None 
     return RunMeta(files=tuple(reversed(files)), extra=merged, **known)
 
 
-def _not_json_constant(name: str):
-    raise ValueError(f"{name} is not JSON")
+class _NotJson:
+    """A ``NaN``, ``Infinity`` or overflowing number where the file has it: refused once the
+    file is read, naming its field."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str):
+        self.reason = reason
 
 
-def _finite_float(text: str) -> float:
+def _not_json_constant(name: str) -> _NotJson:
+    return _NotJson(f"{name} is not JSON (a number must be finite)")
+
+
+def _finite_float(text: str) -> float | _NotJson:
     v = float(text)
     if not math.isfinite(v):
-        raise ValueError(f"{text[:40]} is beyond a double")
+        return _NotJson(f"{text[:40]} is beyond a double")
     return v
+
+
+def _not_json_at(value) -> tuple[str, str] | None:
+    """(field path, reason) of the first :class:`_NotJson` in ``value``; None when none."""
+    stack: list[tuple[object, str]] = [(value, "")]
+    while stack:
+        v, where = stack.pop()
+        if isinstance(v, _NotJson):
+            return where, v.reason
+        if isinstance(v, dict):
+            stack.extend((x, f"{where}.{k}" if where else str(k)) for k, x in reversed(v.items()))
+        elif isinstance(v, list):
+            stack.extend((x, f"{where}[{i}]") for i, x in reversed(list(enumerate(v))))
+    return None
 
 
 def _depth(value) -> int:
@@ -165,6 +206,67 @@ def _check_placement(value: dict, p: Problems) -> None:
         p.add("placement.pinned", "must be true or false")
 
 
+def _type_name(v) -> str:
+    return "null" if v is None else type(v).__name__
+
+
+def _check_clock(value: dict, p: Problems) -> None:
+    """``clock``: a measurement (``method``, ``offset_s``, ``uncertainty_s``, ``reference``,
+    ``samples``, ``measured_at``; ntp and chrony add ``to_reference_s`` and
+    ``controller_to_reference_s``) or why there is none (``method``, ``error``, optional
+    ``measured_at``); no other key."""
+    for k in value:
+        if k not in CLOCK_KEYS:
+            p.add(f"clock.{k}", f"unknown key (a clock has {', '.join(CLOCK_KEYS)})")
+    method = value.get("method")
+    if "method" not in value:
+        p.add("clock.method", f"missing (one of {', '.join(CLOCK_METHODS)})")
+    elif method not in CLOCK_METHODS:
+        shown = repr(method)[:40] if isinstance(method, str) else _type_name(method)
+        p.add("clock.method", f"must be one of {', '.join(CLOCK_METHODS)}, got {shown}")
+    if "error" in value:
+        if not isinstance(value["error"], str) or not value["error"].strip():
+            p.add("clock.error", f"must be a non-empty string, got {_type_name(value['error'])}")
+        for k in CLOCK_NUMBERS + ("reference", "samples"):
+            if k in value:
+                p.add(f"clock.{k}", "must not be given with clock.error (nothing was measured)")
+    else:
+        for k in CLOCK_MEASURED:
+            if k not in value:
+                p.add(f"clock.{k}", "missing (a measurement has " + ", ".join(CLOCK_MEASURED) + ")")
+    for k in CLOCK_NUMBERS:
+        if k not in value or "error" in value:
+            continue
+        v = value[k]
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            p.add(f"clock.{k}", f"must be a number of seconds, got {_type_name(v)}")
+        elif not math.isfinite(v) or abs(v) > CLOCK_MAX_OFFSET_S:
+            p.add(f"clock.{k}", f"must be a finite number of seconds up to {CLOCK_MAX_OFFSET_S:g}")
+        elif k == "uncertainty_s" and v < 0:
+            p.add("clock.uncertainty_s", f"must be 0 or more, got {v}")
+    ref = value.get("reference")
+    if "reference" in value and (not isinstance(ref, str) or not ref.strip()):
+        p.add("clock.reference", f"must be a non-empty string, got {_type_name(ref)}")
+    n = value.get("samples")
+    if "samples" in value and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        p.add("clock.samples", f"must be an integer of 1 or more, got {_type_name(n)} {n!r}"[:80])
+    at = value.get("measured_at")
+    if "measured_at" in value and (not isinstance(at, str) or _parse_iso(at) is None):
+        shown = repr(at)[:60] if isinstance(at, str) else _type_name(at)
+        p.add("clock.measured_at", f"must be an ISO 8601 time with a time zone, got {shown}")
+
+
+def check_clock(value, source: str) -> None:
+    """Raise ValidationError (``source: clock.FIELD: reason`` lines) unless ``value`` is a
+    valid ``clock`` object."""
+    p = Problems(source)
+    if isinstance(value, dict):
+        _check_clock(value, p)
+    else:
+        p.add("clock", f"must be an object, got {_type_name(value)}")
+    p.raise_if_any()
+
+
 def _load_run_meta_file(f: Path) -> dict:
     p = Problems(str(f))
     if f.is_symlink():
@@ -186,12 +288,15 @@ def _load_run_meta_file(f: Path) -> dict:
         raise ValidationError(
             [Problem(str(f), "", f"not JSON miglab reads: nested more than {MAX_DEPTH} deep")]
         ) from None
-    except ValueError as exc:  # NaN/Infinity, or an integer of too many digits
+    except ValueError as exc:  # an integer of too many digits
         raise ValidationError([Problem(str(f), "", f"not JSON: {str(exc)[:100]}")]) from None
     if _depth(data) > MAX_DEPTH:
         raise ValidationError(
             [Problem(str(f), "", f"not JSON miglab reads: nested more than {MAX_DEPTH} deep")]
         )
+    bad = _not_json_at(data)
+    if bad is not None:
+        raise ValidationError([Problem(str(f), *bad)])
     if not isinstance(data, dict):
         raise ValidationError([Problem(str(f), "", "must be a JSON object")])
     for k, typ in RUN_META_FIELDS.items():
@@ -208,6 +313,8 @@ def _load_run_meta_file(f: Path) -> dict:
         p.add("inputs", f"must be one of {', '.join(INPUTS)}, got {data['inputs']!r}")
     if isinstance(data.get("placement"), dict):
         _check_placement(data["placement"], p)
+    if isinstance(data.get("clock"), dict):
+        _check_clock(data["clock"], p)
     for k in ("started_at", "finished_at"):
         if isinstance(data.get(k), str) and _parse_iso(data[k]) is None:
             p.add(k, f"must be an ISO 8601 time with a time zone, got {data[k]!r}")

@@ -457,3 +457,115 @@ def test_a_malformed_placement_is_a_problem_of_its_run(seed_tree):
     reason = " ".join(next(r for r in g.runs if r.run == 1).reasons)
     assert "placement.gpu" in reason and "placement.mig_slot" in reason
     assert "placement.planned: must be an object" in reason
+
+
+# --- clock sync (issue 16): windows compared in the controller's time -----------------------------
+SPAN = 751.493  # power_end - power_begin of the real run
+
+
+def _clock(root: Path, scen: str, vm: str, n: int, offset: float, uncertainty: float = 0.0002):
+    """``vm``'s run ``n`` says its guest's clock was ``offset`` s ahead of the controller's."""
+    clock = {
+        "method": "responder",
+        "offset_s": offset,
+        "uncertainty_s": uncertainty,
+        "reference": "10.88.0.1:12123",
+        "samples": 8,
+        "measured_at": "2021-08-07T15:00:00+00:00",
+    }
+    (run_dir(root, scen, vm, n) / "miglab_run.json").write_text(json.dumps({"clock": clock}))
+
+
+@pytest.fixture
+def pair(tmp_path):
+    """Two VMs of s2, one run each, the real log's window in both."""
+    return build(tmp_path / "results" / "c", {"s2": {"vm1": [None], "vm2": [None]}})
+
+
+def test_windows_that_overlap_only_after_the_clock_correction_are_summed(pair):
+    # edit: vm2's power window starts 0.2 s after vm1's ended -- by vm2's clock, which was
+    # 300 ms ahead of the controller's: in the controller's time vm2 started 0.1 s before vm1
+    # ended (the raw windows do not overlap at all)
+    f = run_dir(pair, "s2", "vm2", 1) / "mlperf_log_detail.txt"
+    edit_run(pair, "s2", "vm2", 1, values=shifted_power(f.read_text(), SPAN + 0.2))
+    _clock(pair, "s2", "vm1", 1, 0.0)
+    _clock(pair, "s2", "vm2", 1, 0.300)
+    (run,) = aggregate_results(pair).group("s2", "resnet50", "Offline").runs
+    assert run.included, run.reasons
+    assert run.window_corrected
+    assert run.overlap_fraction == pytest.approx(0.1 / (2 * SPAN - 0.1), rel=1e-3)
+    assert run.clock.flagged  # 300 ms apart: beyond the 50 ms bound, said (not excluded)
+    assert check_round(
+        {vm: run_dir(pair, "s2", vm, 1) for vm in ("vm1", "vm2")}
+    ).complete  # resume and redo follow the report
+    # the same tree without the measurements: the raw windows, excluded as before
+    for vm in ("vm1", "vm2"):
+        (run_dir(pair, "s2", vm, 1) / "miglab_run.json").unlink()
+    (run,) = aggregate_results(pair).group("s2", "resnet50", "Offline").runs
+    assert not run.included and run.overlap_fraction == 0.0
+    assert run.clock.state == "not checked" and not run.window_corrected
+
+
+def test_a_skewed_guest_that_started_on_its_own_clock_overlaps_less(pair):
+    # Both guests started LoadGen at the barrier's moment by their own clocks: the same logged
+    # window. vm1's clock was 2 s ahead, so in the controller's time it ran 2 s earlier.
+    _clock(pair, "s2", "vm1", 1, 2.0)
+    _clock(pair, "s2", "vm2", 1, 0.0)
+    agg = aggregate_results(pair, clock_bound=3.0)
+    (run,) = agg.group("s2", "resnet50", "Offline").runs
+    assert run.overlap_fraction == pytest.approx((SPAN - 2) / (SPAN + 2), rel=1e-6)
+    assert run.clock.state == "ok" and run.clock.offsets == {"vm1": 2.0, "vm2": 0.0}
+    assert agg.as_json()["clock_bound_s"] == 3.0
+
+
+def test_a_scenario_whose_clocks_disagree_is_flagged_in_every_output(pair, tmp_path):
+    from miglab.mlperf.results.report import write_report
+
+    _clock(pair, "s2", "vm1", 1, 0.004)
+    _clock(pair, "s2", "vm2", 1, 0.124)
+    agg = aggregate_results(pair)
+    g = agg.group("s2", "resnet50", "Offline")
+    (run,) = g.runs
+    assert run.included and run.clock.flagged
+    assert run.clock.spread_s == pytest.approx(0.120)
+    why = "vm2 is 124.0 ms, vm1 4.0 ms off the controller's clock"
+    assert run.clock.reasons == (why,)
+    assert g.notes == [
+        "run_1: the VMs' clocks are flagged: offsets differ by up to 120.0 ms (bound 50.0 ms); "
+        + why
+    ]
+    data = g.as_json()
+    assert data["clock"] == "flagged" and data["clock_flagged_runs"] == [1]
+    assert data["runs"][0]["clock"]["offsets_s"] == {"vm1": 0.004, "vm2": 0.124}
+    assert agg.csv_rows()[0]["clock"] == "flagged run_1 (120.0 ms)"
+    md = Path(write_report(agg, tmp_path / "out")["report.md"]).read_text()
+    assert "CLOCKS DISAGREE" in md and "s2 resnet50 Offline run_1" in md
+    assert "### Clocks" in md
+    assert "| s2 | 1 | vm1: +4.0 ms (+-0.2), vm2: +124.0 ms (+-0.2) | 120.0 ms | FLAGGED" in md
+    # a looser bound (miglab results aggregate --clock-bound 0.2): ok
+    assert (
+        aggregate_results(pair, clock_bound=0.2)
+        .group("s2", "resnet50", "Offline")
+        .runs[0]
+        .clock.state
+        == "ok"
+    )
+    rc, out, _ = cli("results", "aggregate", pair, "--csv", "--clock-bound", "0.2")
+    assert rc == 0 and ",ok," in out.splitlines()[1]
+    with pytest.raises(ValidationError, match="clock_bound: must be above 0"):
+        aggregate_results(pair, clock_bound=0)
+
+
+def test_runs_without_clock_data_are_marked_not_checked(seed_tree, tmp_path):
+    from miglab.mlperf.results.report import write_report
+
+    agg = aggregate_results(seed_tree, baseline="s1")
+    g = agg.group("s6", "resnet50", "Offline")
+    assert totals(g) == {1: 144541, 2: 144000, 3: 145082}  # today's behaviour
+    assert {r.clock.state for r in g.runs} == {"not checked"}
+    assert g.clock_state == "not checked" and agg.csv_rows()[1]["clock"] == "not checked"
+    md = Path(write_report(agg, tmp_path / "out")["report.md"]).read_text()
+    assert (
+        "| s6 | 1 | vm1: not measured, vm2: not measured, vm3: not measured | - | not checked" in md
+    )
+    assert "CLOCKS DISAGREE" not in md

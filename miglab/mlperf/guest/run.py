@@ -27,6 +27,7 @@ from pathlib import Path
 
 from miglab.errors import EXIT_FAIL, EXIT_INVALID, EXIT_OK
 from miglab.mlperf.guest import barrier as barrier_lib
+from miglab.mlperf.guest import clock as clock_lib
 from miglab.mlperf.guest.backends import BACKENDS, BackendError, get_backend
 from miglab.mlperf.guest.backends.base import MODES, SCENARIOS, progress
 
@@ -154,6 +155,18 @@ def build_parser() -> argparse.ArgumentParser:
         "results say simulated and every report marks them",
     )
     g.add_argument("--overwrite", action="store_true", help="replace an existing run folder")
+    g = p.add_argument_group(
+        "the guest's clock (measured once the SUT is ready, before the start barrier; "
+        "miglab_run.json's clock, see miglab.mlperf.guest.clock)"
+    )
+    g.add_argument(
+        "--clock",
+        choices=("off", *clock_lib.METHODS),
+        default="off",
+        help="how: the controller's miglab responder, an NTP server both query, or chrony on "
+        "both (default off: not measured)",
+    )
+    clock_lib.add_measure_options(g, prefix="clock-")
     return p
 
 
@@ -248,6 +261,31 @@ def await_go(folder: Path, timeout: float, stop: Path | None = None) -> float:
         raise NoStartMoment(str(exc)) from None
 
 
+def measure_clock(a: argparse.Namespace) -> dict | None:
+    """The guest's clock against the controller's (``--clock``), for ``miglab_run.json``; None
+    with ``--clock off``. A failed measurement is recorded as such and the run goes on."""
+    if a.clock == "off":
+        return None
+    if a.clock != "responder" and a.clock_controller is None:
+        # miglab_run.json's offset is always to the controller, never to a reference alone
+        reading = clock_lib.ClockReading.failed(
+            a.clock, "no --clock-controller: the controller's own measurement is needed"
+        )
+    else:
+        reading = clock_lib.measure(
+            a.clock, a.clock_server, a.clock_port, a.clock_samples, a.clock_timeout,
+            a.clock_controller,
+        )  # fmt: skip
+    if reading.error:
+        progress(f"warning: clock not measured ({a.clock}): {reading.error}")
+    else:
+        progress(
+            f"clock: {reading.offset_s * 1000:+.3f} ms against the controller "
+            f"(+-{reading.uncertainty_s * 1000:.3f} ms, {a.clock} {reading.reference})"
+        )
+    return reading.as_json()
+
+
 def pack(run_dir: Path, tarball: str | Path) -> Path:
     """``run_dir`` as ``tarball`` (``run_<n>/...``), written atomically."""
     import tarfile
@@ -339,6 +377,7 @@ def run_round(a: argparse.Namespace, pool: SutPool, stop: Path | None = None) ->
         settings = settings_from_args(a)
         backend = pool.get(a.backend, settings)
         backend.barrier = None
+        backend.clock = measure_clock(a)
         start_at = a.start_at
         if barrier is not None:
             start_at = await_go(barrier, a.barrier_timeout, stop)

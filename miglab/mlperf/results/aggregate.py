@@ -16,7 +16,14 @@ For each (campaign scenario, benchmark, MLPerf scenario) and run number *n*:
   ``finished_at`` from ``miglab_run.json``, else ``test_datetime`` + first/last ``time_ms``. The
   overlap fraction is (time all VMs ran at once) / (first start to last end); a run is summed
   only when it is above zero and at least ``min_overlap``. LoadGen stamps times with the guest's
-  clock, so the guests' clocks (and time zones) must agree: miglab's runners sync them;
+  clock, and nothing sets the guests' clocks: each run's ``miglab_run.json`` records the guest's
+  clock offset to the controller's, measured just before the run (``clock``; the mlperf role's
+  ``mlperf_clock_method``), and each VM's window is moved into the controller's time by it before
+  the windows are compared (:func:`miglab.core.clock.to_controller_time`). A run whose VMs'
+  offsets disagree by more than ``clock_bound`` seconds (default 0.050), or are known less
+  precisely than that, is flagged (``clock.state``, a note of its group), not excluded; a run
+  with a VM without a measurement says ``clock not checked`` and compares that VM's window as
+  logged (time zones must then agree too);
 * then throughputs are summed over the VMs (latency metrics: the worst VM is the scenario's
   figure). A run that fails any check is excluded and each reason is reported with its VM.
 
@@ -52,6 +59,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from miglab.core.clock import (
+    DEFAULT_BOUND_S,
+    ClockCheck,
+    ClockReading,
+    check_clocks,
+    to_controller_time,
+)
 from miglab.core.runs import RunRecord, json_dumps, parse_run_safely
 from miglab.errors import Problem, ValidationError
 from miglab.formats.files import MiB, UnreadableFile, read_input_text
@@ -232,6 +246,8 @@ class RunTotal:
     window: tuple[datetime, datetime] | None  # first start .. last end
     submission_valid: bool
     submission_reasons: list[str]
+    clock: ClockCheck | None = None  # the VMs' clocks; None when no VM's run was usable
+    window_corrected: bool = False  # the windows were moved into the controller's time
 
     def as_json(self) -> dict:
         return {
@@ -245,6 +261,8 @@ class RunTotal:
             "window": None if self.window is None else [t.isoformat() for t in self.window],
             "submission_valid": self.submission_valid,
             "submission_reasons": self.submission_reasons,
+            "window_corrected": self.window_corrected,
+            "clock": None if self.clock is None else self.clock.as_json(),
         }
 
 
@@ -336,6 +354,21 @@ class Group:
         return bool(self.included) and all(r.submission_valid for r in self.included)
 
     @property
+    def clock_flagged(self) -> list[RunTotal]:
+        """The runs whose VMs' clocks disagree (or are uncertain) beyond the bound."""
+        return [r for r in self.runs if r.clock is not None and r.clock.flagged]
+
+    @property
+    def clock_state(self) -> str:
+        """``flagged`` when a run is, else ``not checked`` when a run is, else ``ok``; ``-``
+        when no run had usable VMs."""
+        states = {r.clock.state for r in self.runs if r.clock is not None}
+        for state in ("flagged", "not checked", "ok"):
+            if state in states:
+                return state
+        return "-"
+
+    @property
     def excluded_reasons(self) -> list[str]:
         return [f"run_{r.run}: {x}" for r in self.runs if not r.included for x in r.reasons]
 
@@ -379,6 +412,8 @@ class Group:
             "weights": self.weights,
             "backends": self.backends,
             "loadgen_versions": self.loadgen_versions,
+            "clock": self.clock_state,
+            "clock_flagged_runs": [r.run for r in self.clock_flagged],
             "runs": [r.as_json() for r in self.runs],
             "excluded": self.excluded_reasons,
             "notes": self.notes,
@@ -410,6 +445,7 @@ CSV_FIELDS = (
     "simulated",
     "weights",
     "backends",
+    "clock",
     "excluded",
 )
 
@@ -421,6 +457,7 @@ class Aggregate:
     baseline: str | None
     min_overlap: float
     problems: list[str]  # paths that are not in the results layout, and similar
+    clock_bound: float = DEFAULT_BOUND_S
 
     def group(self, scenario, benchmark, mlperf_scenario, campaign=None) -> Group | None:
         for g in self.groups:
@@ -448,6 +485,7 @@ class Aggregate:
             "root": self.root,
             "baseline": self.baseline,
             "min_overlap": self.min_overlap,
+            "clock_bound_s": self.clock_bound,
             "simulated": self.simulated,
             "random_weights": self.random_weights,
             "groups": [g.as_json() for g in self.groups],
@@ -489,6 +527,7 @@ class Aggregate:
                     "simulated": "" if g.simulated is None else g.simulated,
                     "weights": ";".join(g.weights),
                     "backends": ";".join(g.backends),
+                    "clock": _clock_cell(g),
                     "excluded": " | ".join(g.excluded_reasons),
                 }
             )
@@ -500,6 +539,17 @@ class Aggregate:
         w.writeheader()
         w.writerows(self.csv_rows())
         return buf.getvalue()
+
+
+def _clock_cell(g: Group) -> str:
+    """The CSV's clock column: ``ok``, ``not checked`` or ``flagged run_2 (312.0 ms)``..."""
+    flagged = g.clock_flagged
+    if not flagged:
+        return g.clock_state
+    return "flagged " + ";".join(
+        f"run_{r.run}" + (f" ({r.clock.spread_s * 1000:.1f} ms)" if r.clock.spread_s else "")
+        for r in flagged
+    )
 
 
 def _fmt(v, decimals: int | None = None) -> str:
@@ -567,6 +617,7 @@ def aggregate_results(
     campaign: str | None = None,
     min_overlap: float = 0.0,
     require_timestamps: bool = True,
+    clock_bound: float = DEFAULT_BOUND_S,
 ) -> Aggregate:
     """Walk a results tree and aggregate it (see the module docstring).
 
@@ -574,6 +625,7 @@ def aggregate_results(
     profiles and expected VM count; ``runs`` the expected number of runs; ``campaign`` limits
     the walk to one campaign of a multi-campaign tree. ``require_timestamps=False`` sums
     multi-VM runs whose concurrency cannot be checked (no common timestamps), saying so.
+    ``clock_bound``: seconds the VMs' clock offsets may disagree before a run is flagged.
     """
     root = Path(root)
     if not root.exists():
@@ -582,6 +634,14 @@ def aggregate_results(
         raise ValidationError([Problem(str(root), "", "not a directory")])
     if not (isinstance(min_overlap, (int, float)) and 0.0 <= min_overlap <= 1.0):
         raise ValidationError([Problem("<command line>", "min_overlap", "must be in [0, 1]")])
+    if (
+        isinstance(clock_bound, bool)
+        or not isinstance(clock_bound, (int, float))
+        or not 0.0 < clock_bound <= 3600.0
+    ):
+        raise ValidationError(
+            [Problem("<command line>", "clock_bound", "must be above 0 and at most 3600 seconds")]
+        )
     if runs is not None and (
         isinstance(runs, bool) or not isinstance(runs, int) or not 1 <= runs <= MAX_RUNS
     ):
@@ -682,16 +742,28 @@ def aggregate_results(
                 min_overlap,
                 require_timestamps,
                 missing,
+                clock_bound,
             )
         )
     groups.sort(key=Group.key)
     for g in groups:
         _improvement(g, groups, baseline)
-    return Aggregate(str(root), groups, baseline, min_overlap, problems)
+    return Aggregate(str(root), groups, baseline, min_overlap, problems, clock_bound)
 
 
 def _group(
-    camp, scen, bench, mlscen, by_vm, all_vms, sp, runs, min_overlap, require_ts, vm_notes=None
+    camp,
+    scen,
+    bench,
+    mlscen,
+    by_vm,
+    all_vms,
+    sp,
+    runs,
+    min_overlap,
+    require_ts,
+    vm_notes=None,
+    clock_bound=DEFAULT_BOUND_S,
 ) -> Group:
     notes: list[str] = [f"{vm}: {why}" for vm, why in sorted((vm_notes or {}).items())]
     vms = sorted(all_vms, key=natural_key)
@@ -718,17 +790,22 @@ def _group(
 
     totals: list[RunTotal] = []
     for n in sorted(run_numbers):
-        totals.append(
-            _run_total(
-                n, vms, by_vm, first, combine, min_overlap, require_ts, missing_vm_note, vm_notes
-            )
-        )
+        total = _run_total(
+            n, vms, by_vm, first, combine, min_overlap, require_ts, missing_vm_note, vm_notes,
+            clock_bound,
+        )  # fmt: skip
+        totals.append(total)
     profiles = {vm: _profile(vm, sp, by_vm.get(vm, {})) for vm in vms}
     metas = [r.meta for r in records]
     sim = {m.simulated for m in metas}
     simulated = True if True in sim else (False if sim == {False} else None)
     if any(m.simulated is None for m in metas) and simulated is not None:
         notes.append("some runs have no miglab_run.json: simulated/real unknown for them")
+    notes += [
+        f"run_{r.run}: the VMs' clocks are flagged: {r.clock.describe().removeprefix('flagged: ')}"
+        for r in totals
+        if r.clock is not None and r.clock.flagged
+    ]
     return Group(
         campaign=camp,
         scenario=scen,
@@ -787,12 +864,22 @@ def placement_differs(placement: dict | None) -> str | None:
 
 
 def _run_total(
-    n, vms, by_vm, first, combine, min_overlap, require_ts, missing_vm_note, vm_notes=None
+    n,
+    vms,
+    by_vm,
+    first,
+    combine,
+    min_overlap,
+    require_ts,
+    missing_vm_note,
+    vm_notes=None,
+    clock_bound=DEFAULT_BOUND_S,
 ):
     vm_notes = vm_notes or {}
     reasons: list[str] = []
     values: dict[str, float] = {}
     usable: list[RunRecord] = []
+    usable_by_vm: dict[str, RunRecord] = {}
     sub_reasons: list[str] = []
     if missing_vm_note:
         reasons.append(missing_vm_note)
@@ -823,10 +910,16 @@ def _run_total(
             continue
         values[vm] = float(r.value)
         usable.append(r)
+        usable_by_vm[vm] = r
         sub_reasons.extend(f"{vm}: {x}" for x in r.submission_reasons)
     overlap, source, window = None, None, None
+    clock = None
+    offsets: dict[str, float] = {}  # run folder -> the VM's clock offset
+    if usable:
+        clock = check_clocks({vm: _clock_reading(r) for vm, r in usable_by_vm.items()}, clock_bound)
+        offsets = {usable_by_vm[vm].run_dir: off for vm, off in clock.offsets.items()}
     if usable and len(usable) == len(vms):
-        overlap, source, window, why = _overlap(usable)
+        overlap, source, window, why = _overlap(usable, offsets)
         if len(usable) > 1:
             if source is None:
                 if require_ts:
@@ -837,8 +930,9 @@ def _run_total(
             elif overlap <= 0.0:
                 reasons.append(why)
             elif overlap < min_overlap:
+                corrected = ", in the controller's time" if any(offsets.values()) else ""
                 reasons.append(
-                    f"run windows overlap {overlap:.1%} ({source} timestamps), "
+                    f"run windows overlap {overlap:.1%} ({source} timestamps{corrected}), "
                     f"below the required {min_overlap:.0%}"
                 )
     elif not vms:
@@ -858,7 +952,15 @@ def _run_total(
         window=window,
         submission_valid=included and not sub_reasons,
         submission_reasons=sub_reasons,
+        clock=clock,
+        window_corrected=source is not None and any(offsets.values()),
     )
+
+
+def _clock_reading(r: RunRecord) -> ClockReading | None:
+    """The run's ``clock`` (checked by :mod:`miglab.formats.run_meta` when it was read)."""
+    data = r.meta.clock
+    return ClockReading.from_json(data) if isinstance(data, dict) else None
 
 
 @dataclass(frozen=True)
@@ -912,10 +1014,18 @@ def check_round(
     return RoundCheck(state, tuple(total.reasons))
 
 
-def _overlap(recs: list[RunRecord]):
-    """(fraction, source, union window, reason) for records of one run across VMs."""
+def _overlap(recs: list[RunRecord], offsets: dict[str, float] | None = None):
+    """(fraction, source, union window, reason) for records of one run across VMs; each VM's
+    window moved into the controller's time by its clock offset (``offsets``: run folder ->
+    seconds)."""
+    offsets = offsets or {}
+
+    def window(r: RunRecord, source: str):
+        w = r.window(source)
+        return None if w is None else to_controller_time(w, offsets.get(r.run_dir))
+
     for source in WINDOW_SOURCES:
-        wins = [r.window(source) for r in recs]
+        wins = [window(r, source) for r in recs]
         if all(w is not None for w in wins):
             break
     else:
@@ -930,12 +1040,13 @@ def _overlap(recs: list[RunRecord]):
     frac = max(0.0, inter) / union if union > 0 else (1.0 if inter >= 0 else 0.0)
     why = ""
     if inter <= 0:
-        late = max(recs, key=lambda r: r.window(source)[0])
-        early = min(recs, key=lambda r: r.window(source)[1])
+        late = max(recs, key=lambda r: window(r, source)[0])
+        early = min(recs, key=lambda r: window(r, source)[1])
+        corrected = ", in the controller's time" if any(offsets.values()) else ""
         why = (
-            f"run windows do not overlap ({source} timestamps): {_vm_of(early)} ended "
-            f"{early.window(source)[1].isoformat()} before {_vm_of(late)} started "
-            f"{late.window(source)[0].isoformat()}"
+            f"run windows do not overlap ({source} timestamps{corrected}): {_vm_of(early)} ended "
+            f"{window(early, source)[1].isoformat()} before {_vm_of(late)} started "
+            f"{window(late, source)[0].isoformat()}"
         )
     return frac, source, (first, last), why
 

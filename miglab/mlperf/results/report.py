@@ -6,7 +6,9 @@ and PNG bar charts.
 
 * ``report.md`` - tables per benchmark and MLPerf scenario (VMs, profiles, total throughput as
   mean of the runs with stdev and min-max, per-VM throughput, spread, improvement over the
-  baseline, validity), every run's total with its overlap, every excluded run with its reasons;
+  baseline, validity), every run's total with its overlap, each run's guest clock offsets to
+  the controller and their check (ok, flagged, not checked), every excluded run with its
+  reasons;
 * ``report.html`` - the same, self-contained (the charts embedded as data URIs);
 * ``results.csv`` and ``results.json`` - the aggregate (``Aggregate.to_csv()``/``as_json()``);
 * ``chart-<benchmark>-<scenario>.png`` - one bar per campaign scenario like the seed's Figures 5
@@ -14,7 +16,8 @@ and PNG bar charts.
   improvement over the baseline above each bar.
 
 When the runs' ``miglab_run.json`` says they were simulated or used random weights, every output
-says so at the top (and the charts in their title).
+says so at the top (and the charts in their title); so does a run whose guests' clocks disagree
+beyond the aggregate's bound (flagged: the clocks are named in the Clocks table).
 
 The output is a function of the results only (no timestamps; PNGs without a Software tag), and
 each file is written atomically and only when its bytes change: a second report over the same
@@ -98,6 +101,14 @@ def _banners(agg: Aggregate) -> list[str]:
         lines.append(
             "RANDOM WEIGHTS: performance runs with random model weights (miglab_run.json "
             "weights=random): throughput only, no accuracy was or could be checked."
+        )
+    flagged = [f"{g.scenario} {g.benchmark} {g.mlperf_scenario} run_{r.run}"
+               for g in agg.groups for r in g.clock_flagged]  # fmt: skip
+    if flagged:
+        lines.append(
+            f"CLOCKS DISAGREE: the guests' clocks were more than {agg.clock_bound * 1000:g} ms "
+            f"apart, or not known that precisely, in {_listed(flagged)}; their run windows were "
+            "compared in the controller's time (see Clocks)."
         )
     unknown = [g for g in agg.groups if g.simulated is None]
     if unknown and not sim:
@@ -185,6 +196,40 @@ def _run_rows(groups: list[Group]) -> list[list[str]]:
                     "; ".join(r.reasons) or "-",
                 ]
             )
+    return rows
+
+
+def _listed(items: list[str], shown: int = 5) -> str:
+    more = f" and {len(items) - shown} more" if len(items) > shown else ""
+    return ", ".join(items[:shown]) + more
+
+
+CLOCK_HEAD = ["scenario", "run", "guest clock - controller clock", "spread", "check"]
+
+
+def _clock_rows(groups: list[Group]) -> list[list[str]]:
+    """Each run's clock offsets (measured before the run, ``miglab_run.json`` clock) and check."""
+    rows = []
+    for g in groups:
+        for r in g.runs:
+            c = r.clock
+            if c is None:
+                rows.append([g.scenario, str(r.run), "-", "-", "no usable VM run"])
+                continue
+            cells = [
+                f"{vm}: {c.offsets[vm] * 1000:+.1f} ms (+-{c.uncertainties[vm] * 1000:.1f})"
+                if vm in c.offsets
+                else f"{vm}: not measured"
+                for vm in g.vms
+                if vm in r.values
+            ]
+            spread = "-" if c.spread_s is None else f"{c.spread_s * 1000:.1f} ms"
+            check = c.state.upper() if c.flagged else c.state
+            if r.window_corrected:
+                check += " (windows compared in the controller's time)"
+            if c.reasons:
+                check += ": " + "; ".join(c.reasons)
+            rows.append([g.scenario, str(r.run), ", ".join(cells) or "-", spread, check])
     return rows
 
 
@@ -315,6 +360,13 @@ def _chart(groups: list[Group], title: str, flags: list[str]) -> bytes | None:
     return buf.getvalue()
 
 
+CLOCK_TEXT = (
+    "Each guest's clock offset to the controller is measured before each run; the VMs' run "
+    "windows are compared in the controller's time, and a run whose guests' offsets differ by "
+    "more than {bound:g} ms is flagged (Clocks: not checked where a guest has no measurement)."
+)
+
+
 def write_report(
     aggregate: Aggregate, out_dir: str | Path, failures: list[str] | None = None
 ) -> ReportFiles:
@@ -357,7 +409,8 @@ def write_report(
         f"{aggregate.baseline or 'none given (no improvements computed)'}. A run counts only when "
         "every VM's LoadGen run is VALID without errors and the VMs' run windows overlap"
         + (f" by at least {aggregate.min_overlap:.0%}" if aggregate.min_overlap else "")
-        + "; totals are sums over the VMs, statistics are over the counted runs.",
+        + "; totals are sums over the VMs, statistics are over the counted runs. "
+        + CLOCK_TEXT.format(bound=aggregate.clock_bound * 1000),
         "",
     ]
     for camp, bench, mlscen, groups, png_name, _png in sections:
@@ -366,6 +419,7 @@ def write_report(
             md += [f"![{bench} {mlscen}]({png_name})", ""]
         md += [_md_table(SUMMARY_HEAD, _summary_rows(groups)), ""]
         md += ["### Runs", "", _md_table(RUN_HEAD, _run_rows(groups)), ""]
+        md += ["### Clocks", "", _md_table(CLOCK_HEAD, _clock_rows(groups)), ""]
         md += ["### Placement", "", _md_table(PLACEMENT_HEAD, _placement_rows(groups)), ""]
         notes = [f"{g.scenario}: {n}" for g in groups for n in g.notes]
         if notes:
@@ -404,7 +458,8 @@ def write_report(
         f"<p>Results: <code>{html.escape(aggregate.root)}</code>. Baseline scenario: "
         f"{html.escape(aggregate.baseline or 'none given (no improvements computed)')}. "
         "A run counts only when every VM's LoadGen run is VALID without errors and the VMs' run "
-        "windows overlap; totals are sums over the VMs, statistics are over the counted runs.</p>"
+        "windows overlap; totals are sums over the VMs, statistics are over the counted runs. "
+        f"{html.escape(CLOCK_TEXT.format(bound=aggregate.clock_bound * 1000))}</p>"
     )
     for camp, bench, mlscen, groups, _png_name, png in sections:
         h.append(f"<h2>{html.escape(f'{camp}: {bench} {mlscen}')}</h2>")
@@ -417,6 +472,7 @@ def write_report(
             )
         h.append(_html_table(SUMMARY_HEAD, _summary_rows(groups)))
         h.append("<h3>Runs</h3>" + _html_table(RUN_HEAD, _run_rows(groups)))
+        h.append("<h3>Clocks</h3>" + _html_table(CLOCK_HEAD, _clock_rows(groups)))
         h.append("<h3>Placement</h3>" + _html_table(PLACEMENT_HEAD, _placement_rows(groups)))
         notes = [f"{g.scenario}: {n}" for g in groups for n in g.notes]
         if notes:

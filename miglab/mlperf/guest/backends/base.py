@@ -90,6 +90,9 @@ class Backend(ABC):
     """A way of running MLPerf Inference: ``prepare`` once, then ``run`` one or more times."""
 
     name: str = "?"
+    # the guest's clock against the controller's, measured before this run (miglab_run.json's
+    # clock); set by the runner for each run, None when not measured
+    clock: dict | None = None
 
     @abstractmethod
     def prepare(self, settings) -> None:

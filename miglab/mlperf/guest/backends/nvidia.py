@@ -666,6 +666,8 @@ class NvidiaBackend(Backend):
             },
             **(s.meta or {}),
         }
+        if self.clock:
+            meta["clock"] = self.clock
         return collect_logs(
             new[0], out_dir, benchmark, scenario, run_index, mode, meta, overwrite=s.overwrite
         )

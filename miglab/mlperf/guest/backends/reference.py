@@ -485,6 +485,8 @@ class ReferenceBackend(Backend):
             pass
         if self.barrier:
             meta["barrier"] = self.barrier
+        if self.clock:
+            meta["clock"] = self.clock
         for k, v in (s.meta or {}).items():
             if v is not None:
                 meta[k] = v
