@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
 from miglab_guest import driver_users, parse_lsmod, parse_proc_cgroup
 
-from testlib import load_script
+from testlib import load_script, run_module
 
 ROOT = Path(__file__).resolve().parents[2]
 STANDINS = ROOT / "miglab" / "sim" / "standins"
@@ -207,3 +208,39 @@ def test_installer_goes_on_once_the_module_unloads(installer, monkeypatch):
     monkeypatch.setattr(installer.standin_kernel, "status", lambda: next(states))
     monkeypatch.setattr(installer.standin_kernel, "modprobe", lambda *a: (0, ""))
     installer.check_module_unloaded("550.144.03", {"--silent"})  # no exit
+
+
+# ---------------------------------------------------------------------------------------------
+# the module miglab.lab.nvidia_driver_users
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fake_tools(tmp_path):
+    """systemctl and docker that record their arguments."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    calls = tmp_path / "calls"
+    for tool in ("systemctl", "docker"):
+        script = bindir / tool
+        script.write_text(f'#!/bin/sh\necho "{tool} $*" >> {calls}\n')
+        script.chmod(0o755)
+    return {"PATH": f"{bindir}:{Path(sys.executable).parent}:{os.environ['PATH']}"}, calls
+
+
+# The stopping side needs a guest of its own (this machine's /proc also shows the processes of
+# test containers): the molecule scenario guest_vgpu_driver:upgrade runs it.
+def test_started_again_services_first_then_containers(fake_tools):
+    env, calls = fake_tools
+    users = {
+        "units": ["nvidia-gridd.service", "nvidia-persistenced.service"],
+        "containers": [DOCKER_ID],
+    }
+    r = run_module("nvidia_driver_users", {"state": "started", "users": users}, check=True, env=env)
+    assert r["changed"] and not calls.exists()  # check mode: nothing run
+    r = run_module("nvidia_driver_users", {"state": "started", "users": users}, env=env)
+    assert r["changed"] and r["started"] == users
+    assert calls.read_text().splitlines() == [
+        "systemctl start nvidia-gridd.service nvidia-persistenced.service",
+        f"docker start {DOCKER_ID}",
+    ]
