@@ -18,11 +18,12 @@ try:
     from miglab.errors import ValidationError
     from miglab.formats.loadgen import has_run_log
     from miglab.formats.manifest import MANIFEST, verify_run
+    from miglab.mlperf.guest.clock import local_address_toward
     from miglab.mlperf.results.aggregate import check_round
 
     IMPORT_ERROR = None
 except ImportError as exc:  # reported when a filter is used
-    parse_run = verify_run = check_round = has_run_log = None
+    parse_run = verify_run = check_round = has_run_log = local_address_toward = None
     MANIFEST = "MANIFEST.sha256"
     ValidationError = Exception
     IMPORT_ERROR = exc
@@ -59,6 +60,12 @@ RUN_OPTIONS = {
     "notes": "--notes",
     "simulated": "--simulated-lab",
     "overwrite": "--overwrite",
+    "clock": "--clock",
+    "clock_server": "--clock-server",
+    "clock_port": "--clock-port",
+    "clock_samples": "--clock-samples",
+    "clock_timeout": "--clock-timeout",
+    "clock_controller": "--clock-controller",
 }
 REQUIRED = ("sut", "benchmark", "scenario", "out", "run")
 
@@ -274,6 +281,51 @@ def mlperf_incomplete_rounds(matrix, peer_vm_dirs):
     return [c for c in mlperf_round_checks(matrix, peer_vm_dirs) if c["state"] != "complete"]
 
 
+def mlperf_clock_server(host, configured=""):
+    """The address a guest queries the controller's clock responder at: ``configured``
+    (``mlperf_clock_server``) when set; else the controller's own address on its route to the
+    guest at ``host`` (``ansible_host``) when that is an IP address; else "" -- the guest then
+    takes the address its SSH connection comes from, or its default gateway (the simulated lab,
+    whose guests Ansible reaches by container name)."""
+    if configured:
+        return str(configured)
+    return require(local_address_toward, "mlperf", IMPORT_ERROR)(str(host or ""))
+
+
+def mlperf_clock_options(
+    method, server="", port=None, samples=None, timeout=None, host="", controller=None
+):
+    """The clock options every round of a guest's session gets (``mlperf_session_rounds``'
+    options): ``--clock METHOD`` and what the method needs. ``responder``: the address the guest
+    queries (``mlperf_clock_server``) and the port. ``ntp``, ``chrony``: the controller's own
+    measurement (``controller``: the registered result of ``python -m miglab.mlperf.guest.clock
+    measure`` on the controller) -- when it gave no answer, an error reading saying so, so that
+    the guests record why their clocks were not checked."""
+    import json
+
+    method = str(method or "off")
+    if method == "off":
+        return {"clock": "off"}
+    opts = {"clock": method, "clock_samples": samples, "clock_timeout": timeout}
+    if method == "responder":
+        opts.update(clock_server=mlperf_clock_server(host, server) or None, clock_port=port)
+        return opts
+    if method == "ntp":
+        opts["clock_server"] = server or None
+    result = _plain(controller or {})
+    lines = str(result.get("stdout") or "").strip().splitlines() if isinstance(result, dict) else []
+    try:
+        answer = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict):
+        said = str(result.get("stderr") or result.get("msg") or "").strip().splitlines()
+        why = said[-1][:200] if said else "no output"
+        answer = {"method": method, "error": f"the controller measured nothing: {why}"}
+    opts["clock_controller"] = json.dumps(answer)
+    return opts
+
+
 def mlperf_verify_run(run_dir):
     """A run folder on the controller (the fetch unpacks it into a staging folder first) against
     its ``MANIFEST.sha256`` -> {path, manifest, ok, problems, line}.
@@ -313,4 +365,6 @@ class FilterModule:
             "mlperf_session_rounds": mlperf_session_rounds,
             "mlperf_known_ready": mlperf_known_ready,
             "mlperf_verify_run": mlperf_verify_run,
+            "mlperf_clock_server": mlperf_clock_server,
+            "mlperf_clock_options": mlperf_clock_options,
         }

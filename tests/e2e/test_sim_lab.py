@@ -114,6 +114,9 @@ def test_run_builds_the_lab_and_writes_the_report(first_run, results):
         where = meta["placement"]
         assert where["gpu"] == where["planned"]["gpu"] and where["gpu"].startswith("0000:")
         assert where["mig_slot"] == where["planned"]["mig_slot"] is not None
+        # each guest measured its clock against the controller's responder, which it reached at
+        # its default gateway (the podman bridge): the mlperf role's default, issue 16
+        assert meta["clock"]["method"] == "responder" and "error" not in meta["clock"], meta
     assert "### Placement" in text and "| NO |" not in text
     # Progress as data on stderr (not a terminal: one line per play and per MLPerf round).
     assert "[validate]" in first_run.stderr and "MLPerf rounds 2/2" in first_run.stderr

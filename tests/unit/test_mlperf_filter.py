@@ -133,3 +133,49 @@ def test_verify_run_manifest(filters, tmp_path):
         f"{run / 'mlperf_log_detail.txt'}: checksum differs from MANIFEST.sha256"
     ]
     assert check["line"].startswith(f"1 problem(s) in {run}: ")
+
+
+# --- clock sync (issue 16) ------------------------------------------------------------------------
+def test_clock_options_per_method(filters):
+    opts = filters["mlperf_clock_options"]
+    assert opts("off") == {"clock": "off"}
+    # responder: the controller's own address toward a guest reached at an IP address; a guest
+    # reached by name (the simulated lab's containers) finds the controller itself
+    r = opts("responder", port=12123, samples=8, timeout=2, host="127.0.0.1")
+    assert r == {
+        "clock": "responder",
+        "clock_samples": 8,
+        "clock_timeout": 2,
+        "clock_server": "127.0.0.1",
+        "clock_port": 12123,
+    }
+    assert opts("responder", host="miglab-mlperf-vm1")["clock_server"] is None
+    assert opts("responder", server="192.0.2.5", host="127.0.0.1")["clock_server"] == "192.0.2.5"
+    # ntp: the controller's own measurement rides along, or why there is none
+    said = {"method": "ntp", "offset_s": 0.001, "uncertainty_s": 0.002, "reference": "x:123",
+            "samples": 8, "measured_at": "2026-01-01T00:00:00+00:00"}  # fmt: skip
+    n = opts("ntp", server="ntp.example.org", controller={"rc": 0, "stdout": json.dumps(said)})
+    assert n["clock_server"] == "ntp.example.org" and json.loads(n["clock_controller"]) == said
+    c = opts("chrony", controller={"rc": 1, "stdout": "", "stderr": "Traceback ...\nboom"})
+    assert json.loads(c["clock_controller"]) == {
+        "method": "chrony",
+        "error": "the controller measured nothing: boom",
+    }
+
+
+def test_session_rounds_carry_the_clock_options(filters):
+    rounds = filters["mlperf_session_rounds"](
+        [{"benchmark": "resnet50", "scenario": "Offline", "run": 1}],
+        {"sut": "onnxruntime", "out": "/r/c/s1/vm1", "clock": "responder", "clock_port": 12123,
+         "clock_server": None, "clock_samples": 8},
+        "/r/.barrier/w-s1-vm1",
+    )  # fmt: skip
+    argv = rounds[0]["argv"]
+    assert argv[argv.index("--clock") + 1] == "responder"
+    assert argv[argv.index("--clock-port") + 1] == "12123"
+    assert "--clock-server" not in argv
+    # every option the role passes is one python -m miglab.mlperf.run takes
+    from miglab.mlperf.guest.run import build_parser
+
+    a = build_parser().parse_args(argv)
+    assert (a.clock, a.clock_port, a.clock_samples, a.clock_server) == ("responder", 12123, 8, None)

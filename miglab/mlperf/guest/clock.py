@@ -29,7 +29,8 @@ mode 4, leap indicator 3 and stratum 16 (not synchronised -- no NTP client shoul
 from it) and the reference ID ``MGLB``, which the ``responder`` method requires. A reply is no
 larger than its request. ``--daemon`` goes to the background once the socket is bound (it prints
 ``{"pid", "bind", "port"}``, or an ``error:`` line and exits 1) and ``stop`` ends it; it also ends
-after ``--idle-exit`` seconds without a request.
+after ``--idle-exit`` seconds without a request. Responders of one machine share their port
+(SO_REUSEPORT): they all answer with the same clock.
 """
 
 from __future__ import annotations
@@ -384,9 +385,13 @@ def answer(request: bytes, received: float) -> bytes | None:
 
 
 def bind(address: str = "0.0.0.0", port: int = RESPONDER_PORT) -> socket.socket:
+    """The responder's UDP socket. SO_REUSEPORT: responders of one machine (two labs' benchmark
+    phases at once) share the port; whichever gets a request answers it with the same clock."""
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_DGRAM)
     try:
+        if hasattr(socket, "SO_REUSEPORT"):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind((address, port))
     except OSError:
         sock.close()
