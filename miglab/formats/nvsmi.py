@@ -423,6 +423,7 @@ def parse_query_gpu_csv(
 QUERY_KEYS = (
     "pci_bus_id",
     "product_name",
+    "product_brand",
     "product_architecture",
     "driver_version",
     "cuda_version",
@@ -453,6 +454,7 @@ _MIB_RE = re.compile(r"^(?P<n>\d+)\s*MiB$")
 # (path inside a GPU section of `nvidia-smi -q`) -> result key
 _TEXT_PATHS = {
     ("Product Name",): "product_name",
+    ("Product Brand",): "product_brand",
     ("Product Architecture",): "product_architecture",
     ("MIG Mode", "Current"): "mig_mode_current",
     ("MIG Mode", "Pending"): "mig_mode_pending",
@@ -469,6 +471,7 @@ _TEXT_PATHS = {
 # element path inside <gpu> of `nvidia-smi -q -x` -> result key
 _XML_PATHS = {
     "product_name": "product_name",
+    "product_brand": "product_brand",
     "product_architecture": "product_architecture",
     "mig_mode/current_mig": "mig_mode_current",
     "mig_mode/pending_mig": "mig_mode_pending",

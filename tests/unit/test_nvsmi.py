@@ -346,6 +346,7 @@ def test_query_gpu_csv_errors(text, fields, field):
 H200_QUERY = {
     "pci_bus_id": "00000000:00:06.0",
     "product_name": "NVIDIA H200",
+    "product_brand": "NVIDIA",
     "product_architecture": "Hopper",
     "driver_version": "580.159.04",
     "cuda_version": "13.0",
