@@ -14,7 +14,7 @@ description:
     whether C(nouveau) is loaded (C(/sys/module/nouveau), a PCI device bound to C(nouveau) --
     the test C(nvidia-installer) makes -- or C(lsmod)).
   - RV(users) lists the processes that hold an NVIDIA device file open (what C(lsof /dev/nvidia*)
-    shows) with the systemd unit or Docker container each belongs to: while any runs, the
+    shows) with the systemd unit or Docker container each belongs to; while any runs, the
     C(nvidia) module is in use and the driver's installer refuses to replace it.
   - RV(reboot_required) is true when C(nouveau) is loaded while an NVIDIA driver is installed,
     or when the loaded NVIDIA module's version differs from the installed driver (or

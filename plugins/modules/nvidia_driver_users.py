@@ -10,14 +10,14 @@ short_description: Stop the services and containers holding the NVIDIA driver, a
 description:
   - NVIDIA's installer cannot replace a kernel module that is in use; it stops with C(An NVIDIA
     kernel module 'nvidia' appears to already be loaded in your kernel) (up to R535) or warns and
-    aborts (from R545). The module is in use while a process holds C(/dev/nvidia*) open: the
+    aborts (from R545). The module is in use while a process holds C(/dev/nvidia*) open (the
     licensing daemon C(nvidia-gridd), the persistence daemon C(nvidia-persistenced), CUDA
-    programs, containers started with the NVIDIA runtime.
+    programs, containers started with the NVIDIA runtime).
   - With O(state=stopped) the module finds those processes (as C(lsof /dev/nvidia*) does), stops
     the Docker containers they run in (C(docker stop)) and the systemd services they belong to
     (C(systemctl stop)), checks that nothing holds the driver any more, and returns what it
     stopped in RV(stopped). A process that is neither in a container nor in a service (a shell,
-    a program started by hand) is not killed: the module fails and names it.
+    a program started by hand) is not killed; the module fails and names it.
   - With O(state=started) it starts again what O(users) names (services first, so the driver is
     loaded again, then containers), the RV(stopped) of the earlier call.
   - Check mode reports what would be stopped or started.
