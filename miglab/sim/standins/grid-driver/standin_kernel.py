@@ -28,8 +28,9 @@ def status():
 
 def modprobe(*args):
     """(rc, stderr) of the stand-in kernel's modprobe."""
-    r = subprocess.run([os.path.join(TOOLS, "modprobe"), *args], capture_output=True, text=True,
-                       check=False)
+    r = subprocess.run(
+        [os.path.join(TOOLS, "modprobe"), *args], capture_output=True, text=True, check=False
+    )
     return r.returncode, r.stderr.strip()
 
 
