@@ -68,8 +68,12 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--dataset", help="preprocessed samples (.npz), needed for AccuracyOnly")
     g.add_argument("--device", default="cuda", help="torch device (default cuda)")
     g = p.add_argument_group("LoadGen settings")
-    g.add_argument("--mlperf-conf", help="mlperf.conf applied on top of LoadGen's built-in one")
-    g.add_argument("--user-conf", help="user.conf")
+    g.add_argument(
+        "--mlperf-conf",
+        help="a mlperf.conf applied on top of LoadGen's built-in one (LoadGen takes one config "
+        "file: not with --user-conf)",
+    )
+    g.add_argument("--user-conf", help="user.conf (read by LoadGen once per process)")
     g.add_argument("--min-duration-ms", type=int)
     g.add_argument("--max-duration-ms", type=int)
     g.add_argument("--min-query-count", type=int)

@@ -7,12 +7,18 @@ on the CPU). Scenarios Offline and Server; modes PerformanceOnly and AccuracyOnl
 needs real weights and a dataset given by the user and is refused otherwise). Nothing is loaded
 from the network.
 
-LoadGen settings come from the standard files: LoadGen (4.1 and later) carries ``mlperf.conf``
-inside itself and loads it first; a ``mlperf.conf`` given by the user is applied on top of it, then
-``user.conf``, both through ``TestSettings.FromConfig`` with the benchmark's model key
-(``resnet50``, ``bert``; for ``bert-99`` lines keyed ``bert-99`` are read too); then the command
-line overrides for short runs (min/max duration, query counts, target QPS, latency, performance
-sample count). Where neither file nor command line sets a target QPS (it is still mlperf.conf's
+LoadGen settings come from the standard files: LoadGen (``mlcommons-loadgen`` 5.0.6 and later,
+:data:`LOADGEN_REQUIREMENT`) carries ``mlperf.conf`` inside itself and loads it first; one config
+file given by the user (``user.conf``, or a ``mlperf.conf`` of the user's: LoadGen takes one, two
+are refused) is applied on top of it by LoadGen's own ``TestSettings.FromConfig`` with the
+benchmark's model key (``resnet50``, ``bert``; for ``bert-99`` lines keyed ``bert-99`` are read
+too); then the command line overrides for short runs (min/max duration, query counts, target QPS,
+latency, performance sample count). LoadGen allows one user.conf per process (every later
+``FromConfig`` of one logs an ERROR into the next run's detail log, which makes that run INVALID),
+and a session runs many rounds in one process: :func:`conf_file_values` has LoadGen read the file
+once, in a process of its own, and every run's ``TestSettings`` gets its values.
+
+Where neither file nor command line sets a target QPS (it is still mlperf.conf's
 1.0), the SUT's raw throughput measured in :meth:`ReferenceBackend.prepare` is used: 1.1x of
 it for Offline (``auto_target_factor``; LoadGen adds another 10 %, so a run lasts about 1.2x the
 minimum duration and stays VALID if the SUT runs up to 20 % faster under LoadGen than measured),
@@ -27,10 +33,13 @@ not finish.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
@@ -50,10 +59,23 @@ from miglab.mlperf.guest.backends.base import (
     run_dir_for,
 )
 
-__all__ = ["ReferenceBackend", "ReferenceSettings", "load_test_settings", "now_iso"]
+__all__ = [
+    "LOADGEN_REQUIREMENT",
+    "ReferenceBackend",
+    "ReferenceSettings",
+    "check_loadgen",
+    "conf_file_values",
+    "load_test_settings",
+    "now_iso",
+]
 
 SUTS = ("torch", "onnxruntime")
 DEFAULT_QPS = 1.0  # mlperf.conf's placeholder target_qps
+# The first mlcommons-loadgen on PyPI whose TestSettings.FromConfig takes ``conf_type`` (0: the
+# built-in mlperf.conf, 1: a user.conf; mlcommons/inference PR #1994), the call below: 4.0 takes
+# three arguments, 4.1.7 to 5.0.5 a fourth ``is_mlperf_conf: bool`` of the opposite sense (#1882).
+LOADGEN_REQUIREMENT = "mlcommons-loadgen>=5.0.6"
+CONF_READ_TIMEOUT_S = 120.0  # LoadGen reading one config file in a process of its own
 OFFLINE_AUTO_FACTOR = 1.1
 SERVER_AUTO_FRACTION = 0.5
 
@@ -115,26 +137,120 @@ def _conf_error(path, rc) -> BackendError:
     return BackendError(f"{path}: LoadGen could not read this config file (FromConfig -> {rc})")
 
 
+def check_loadgen(lg) -> None:
+    """Refuse a LoadGen whose ``TestSettings.FromConfig`` takes no ``conf_type`` (before 5.0.6:
+    the calls here would fail or read the wrong file)."""
+    doc = getattr(lg.TestSettings.FromConfig, "__doc__", None) or ""
+    if "conf_type" in doc:
+        return
+    try:
+        from importlib.metadata import version
+
+        have = f"mlcommons-loadgen {version('mlcommons-loadgen')}"
+    except Exception:  # noqa: BLE001 - only for the message
+        have = "this MLPerf LoadGen"
+    raise BackendError(
+        f"{have} is too old: its TestSettings.FromConfig takes no conf_type "
+        f"({' '.join(doc.split())[:160] or 'no signature'}); install {LOADGEN_REQUIREMENT}"
+    )
+
+
+# Run as ``python -c`` by conf_file_values: LoadGen reads one config file, as a user.conf, for the
+# model keys in order and one scenario; the answer is one JSON line, the TestSettings attributes
+# (bool, int, float) it then holds. (For bert-99 the file is read under both keys, as this backend
+# always did; LoadGen's once-per-process check then fires here, in a process that runs no test
+# and so writes no log.)
+_CONF_READER = """
+import json, sys
+import mlperf_loadgen as lg
+path, scenario, keys = sys.argv[1], sys.argv[2], sys.argv[3:]
+ts = lg.TestSettings()
+for key in keys:
+    rc = ts.FromConfig(path, key, scenario, 1)
+    if rc != 0:
+        print(json.dumps({"rc": rc}))
+        sys.exit(0)
+values = {}
+for name, attr in vars(lg.TestSettings).items():
+    if isinstance(attr, property) and attr.fset is not None:
+        value = getattr(ts, name)
+        if type(value) in (bool, int, float):
+            values[name] = value
+print(json.dumps({"rc": 0, "values": values}))
+"""
+_CONF_VALUES: dict[tuple, dict] = {}  # (file, its sha256, keys, scenario) -> values
+
+
+def conf_file_values(path: str | Path, keys: list[str], scenario: str) -> dict:
+    """The ``TestSettings`` attributes LoadGen's built-in mlperf.conf and the config file ``path``
+    give the model ``keys`` (in order) in ``scenario``: ``{name: value}``.
+
+    LoadGen allows one user.conf per process: every ``FromConfig(..., conf_type=1)`` after the
+    first logs ``Multiple conf files are used. This is not valid for official submission.`` as an
+    ERROR line into the next test's detail log (a function-static counter in
+    ``TestSettings::FromConfig``, mlcommons/inference loadgen/test_settings_internal.cc, since
+    PR #1882), and a ``TestSettings`` cannot be copied (it does not pickle). So LoadGen reads the
+    file here in a process of its own, once per file content, keys and scenario in this process;
+    every run's settings get the values through their attributes."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        why = exc.strerror or exc
+        raise BackendError(f"{path}: cannot read this config file ({why})") from None
+    key = (str(p.resolve()), hashlib.sha256(data).hexdigest(), tuple(keys), scenario)
+    if key not in _CONF_VALUES:
+        cmd = [sys.executable, "-c", _CONF_READER, str(p.resolve()), scenario, *keys]
+        try:
+            proc = subprocess.run(
+                cmd,
+                capture_output=True,
+                text=True,
+                stdin=subprocess.DEVNULL,
+                timeout=CONF_READ_TIMEOUT_S,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise BackendError(f"{path}: LoadGen could not read this config file ({exc})") from None
+        lines = proc.stdout.strip().splitlines()
+        try:
+            answer = json.loads(lines[-1]) if proc.returncode == 0 and lines else None
+        except ValueError:
+            answer = None
+        if not isinstance(answer, dict) or not isinstance(answer.get("values", {}), dict):
+            why = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
+            raise BackendError(f"{path}: LoadGen could not read this config file ({why})")
+        if answer.get("rc"):
+            raise _conf_error(path, answer["rc"])
+        _CONF_VALUES[key] = answer["values"]
+    return dict(_CONF_VALUES[key])
+
+
 def load_test_settings(s: ReferenceSettings, scenario: str, mode: str):
-    """A LoadGen ``TestSettings`` from mlperf.conf, user.conf and the overrides; and a dict of
-    what it holds (for the metadata)."""
+    """A LoadGen ``TestSettings`` from LoadGen's mlperf.conf, the user's config file and the
+    overrides; and a dict of what it holds (for the metadata)."""
     import mlperf_loadgen as lg
 
+    check_loadgen(lg)
     info = benchmark_info(s.benchmark)
+    files = [str(path) for path in (s.mlperf_conf, s.user_conf) if path]
+    if len(files) > 1:
+        raise BackendError(
+            f"two config files ({' and '.join(files)}): LoadGen takes one on top of its built-in "
+            "mlperf.conf and logs 'Multiple conf files are used. This is not valid for official "
+            "submission.' for a second, which makes the run INVALID: put the settings in one "
+            "user.conf"
+        )
     ts = lg.TestSettings()
-    rc = ts.FromConfig(s.mlperf_conf or "", info.loadgen_model, scenario, 0)  # built-in
-    if rc != 0:
-        raise _conf_error("mlperf.conf (LoadGen's own)", rc)
-    keys = [info.loadgen_model] + ([info.name] if info.name != info.loadgen_model else [])
-    for path in (s.mlperf_conf, s.user_conf):
-        if not path:
-            continue
-        if not Path(path).is_file():
-            raise BackendError(f"{path}: no such config file")
-        for key in keys:
-            rc = ts.FromConfig(str(path), key, scenario, 1)
-            if rc != 0:
-                raise _conf_error(path, rc)
+    if files:
+        if not Path(files[0]).is_file():
+            raise BackendError(f"{files[0]}: no such config file")
+        keys = [info.loadgen_model] + ([info.name] if info.name != info.loadgen_model else [])
+        for name, value in conf_file_values(files[0], keys, scenario).items():
+            setattr(ts, name, value)
+    else:
+        rc = ts.FromConfig("", info.loadgen_model, scenario, 0)  # LoadGen's built-in mlperf.conf
+        if rc != 0:
+            raise _conf_error("mlperf.conf (LoadGen's own)", rc)
     ts.scenario = getattr(lg.TestScenario, scenario)
     ts.mode = getattr(lg.TestMode, mode)
     if s.min_duration_ms is not None:
