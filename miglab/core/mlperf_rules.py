@@ -8,6 +8,12 @@ The metric follows the submission checker of the LoadGen release that wrote the 
 SingleStream ``result_90.00_percentile_latency_ns`` before 2.0 and ``early_stopping_latency_ss``
 from 2.0; MultiStream ``effective_samples_per_query`` (streams) before 2.0 and
 ``early_stopping_latency_ms`` from 2.0.
+
+A log says how a run was measured, not what: :func:`measurement_problems` adds what miglab's run
+metadata says (a simulated lab, random weights, synthetic inputs, the CPU instead of the
+accelerator), and :func:`combined_problems` what a figure over several VMs is (a sum of
+independent LoadGen instances, which no submission reports). Either keeps a figure from being
+called submission-valid, whatever its log says.
 """
 
 from __future__ import annotations
@@ -22,7 +28,9 @@ __all__ = [
     "Metric",
     "as_number",
     "benchmark_class",
+    "combined_problems",
     "loadgen_release",
+    "measurement_problems",
     "metric_for",
     "submission_problems",
 ]
@@ -227,3 +235,41 @@ def submission_problems(
     if psc_need is not None and psc is not None and psc < psc_need:
         out.append(f"performance_sample_count {psc:g} < {psc_need} required")
     return out
+
+
+def measurement_problems(
+    *,
+    simulated: bool | None = None,
+    weights: str | None = None,
+    inputs: str | None = None,
+    device_kind: str | None = None,
+) -> list[str]:
+    """Why what a run measured can never meet the submission rules, from its run metadata
+    (``miglab_run.json``): a simulated lab, random weights (no accuracy run can back the
+    figure), synthetic inputs (not the benchmark's dataset), or the CPU (not the accelerator
+    under test). Empty when none of these is recorded; what is not recorded (a log without
+    metadata, e.g. a published submission's) is judged by its log alone."""
+    out: list[str] = []
+    if simulated:
+        out.append("simulated lab: no real accelerator was measured")
+    if weights == "random":
+        out.append("random weights: no accuracy run can back the figure")
+    if inputs == "synthetic":
+        out.append("synthetic inputs: not the benchmark's dataset")
+    if device_kind == "cpu":
+        out.append("measured on the CPU, not on an accelerator")
+    return out
+
+
+def combined_problems(instances: int, combine: str = "sum") -> list[str]:
+    """Why a figure combined over ``instances`` LoadGen runs (one per VM; ``combine`` "sum" for
+    throughput, "max" for latency) is no submission figure: MLPerf reports what one LoadGen
+    measured of one system under test; a sum (or worst case) of independent LoadGen instances,
+    each with its own query schedule, is not such a measurement. Empty for one instance."""
+    if instances <= 1:
+        return []
+    how = "sum" if combine == "sum" else "worst"
+    return [
+        f"the {how} of {instances} independent LoadGen instances (one per VM), "
+        "not one LoadGen run of one system under test"
+    ]

@@ -6,8 +6,10 @@ its metric and the submission rules (:mod:`miglab.core.mlperf_rules`) applied.
   does not by itself, but a log cut before its results has no ``result_validity`` and is
   therefore not VALID;
 * each record says whether the run would satisfy the submission rules on top of LoadGen's own
-  VALID, and carries the run window: LoadGen's ``power_begin`` / ``power_end`` (the timed part of
-  the run, millisecond resolution, the host's clock) or, failing those, ``test_datetime`` plus the
+  VALID -- never when its ``miglab_run.json`` says it was simulated, ran random weights, synthetic
+  inputs or on the CPU (:func:`~miglab.core.mlperf_rules.measurement_problems`) -- and carries
+  the run window: LoadGen's ``power_begin`` / ``power_end`` (the timed part of the run,
+  millisecond resolution, the host's clock) or, failing those, ``test_datetime`` plus the
   ``time_ms`` of the first and last lines;
 * a run read from a summary log cannot be checked for concurrency (no timestamps).
 """
@@ -22,7 +24,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from miglab.core.mlperf_rules import as_number, loadgen_release, metric_for, submission_problems
+from miglab.core.mlperf_rules import (
+    as_number,
+    loadgen_release,
+    measurement_problems,
+    metric_for,
+    submission_problems,
+)
 from miglab.errors import Problem, ValidationError
 from miglab.formats.files import UnreadableFile
 from miglab.formats.loadgen import (
@@ -521,6 +529,12 @@ def _record(
             if metric.key in log.entries
             else f"no {metric.key} in the log"
         )
+    sub += measurement_problems(
+        simulated=meta.simulated,
+        weights=meta.weights,
+        inputs=meta.inputs,
+        device_kind=(meta.device or {}).get("kind"),
+    )
     return RunRecord(
         path=str(file),
         source=source,

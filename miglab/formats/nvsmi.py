@@ -9,6 +9,9 @@ reported as ``FILE: FIELD: reason`` through :class:`~miglab.errors.ValidationErr
 * ``nvidia-smi --query-gpu=... --format=csv[,noheader][,nounits]`` -> :func:`parse_query_gpu_csv`
 * ``nvidia-smi -q`` and ``nvidia-smi -q -x`` -> :func:`parse_query`
 
+and, from the last two, the record of the GPU a run measured (``miglab_run.json``'s ``device``)
+-> :func:`read_gpu_device`.
+
 Only the standard library is used.
 """
 
@@ -25,6 +28,7 @@ __all__ = [
     "parse_mig_profiles",
     "parse_query",
     "parse_query_gpu_csv",
+    "read_gpu_device",
 ]
 
 # --------------------------------------------------------------------------------------------
@@ -632,3 +636,72 @@ def _parse_query_xml(text: str, file: str) -> list[dict]:
         problems.add("", "no <gpu> element in this nvidia-smi -q -x output")
     problems.raise_if_any()
     return gpus
+
+
+# --------------------------------------------------------------------------------------------
+# the GPU a run measured (miglab_run.json's device)
+# --------------------------------------------------------------------------------------------
+
+# What the guest asks for: ``nvidia-smi --query-gpu=name,uuid,driver_version --format=csv,noheader``
+DEVICE_QUERY_FIELDS = ("name", "uuid", "driver_version")
+
+
+def read_gpu_device(
+    query_csv: str | None = None,
+    query_q: str | None = None,
+    *,
+    index: int = 0,
+    uuid: str | None = None,
+    fields: list[str] | None = list(DEVICE_QUERY_FIELDS),  # noqa: B006 - read only
+    file: str = "nvidia-smi",
+) -> dict:
+    """The record of one GPU as the guest's nvidia-smi shows it: ``{"kind": "cuda", "name",
+    "vgpu_type", "uuid", "driver", "cuda"}`` (a value nvidia-smi does not show is None).
+
+    ``query_csv`` is ``nvidia-smi --query-gpu=name,uuid,driver_version --format=csv,noheader``
+    (``fields`` names its columns; None: the output has a header line), ``query_q`` is
+    ``nvidia-smi -q`` (or ``-q -x``); either may be None, not both. The GPU is the one whose UUID
+    is ``uuid`` (what CUDA calls the device, when known), else the ``index``-th listed.
+
+    ``vgpu_type`` is the Product Name of a GPU whose ``Virtualization Mode`` is ``VGPU``: in a
+    vGPU guest nvidia-smi names the GPU by its vGPU type (``GRID V100D-8C``, ``NVIDIA
+    A100D-2-20C``); None in passthrough or on bare metal. ``cuda`` is the driver's CUDA version
+    (``CUDA Version`` of ``-q``). Raises ValidationError when the output cannot be read or holds
+    no such GPU.
+    """
+    problems = Problems(file)
+    if query_csv is None and query_q is None:
+        problems.add("", "no nvidia-smi output to read")
+        problems.raise_if_any()
+    rows = parse_query_gpu_csv(query_csv, file, fields=fields) if query_csv is not None else None
+    gpus = parse_query(query_q, file) if query_q is not None else None
+    row = _pick(rows, uuid, index, "--query-gpu", problems)
+    gpu = _pick(gpus, (row or {}).get("uuid") or uuid, index, "-q", problems)
+    problems.raise_if_any()
+    row, gpu = row or {}, gpu or {}
+    vgpu = gpu.get("virtualization_mode") == "VGPU"
+    name = row.get("name") or gpu.get("product_name")
+    return {
+        "kind": "cuda",
+        "name": name,
+        "vgpu_type": gpu.get("product_name") if vgpu else None,
+        "uuid": row.get("uuid") or gpu.get("uuid"),
+        "driver": row.get("driver_version") or gpu.get("driver_version"),
+        "cuda": gpu.get("cuda_version"),
+    }
+
+
+def _pick(items, uuid, index, what, problems) -> dict | None:
+    """The item of ``items`` whose ``uuid`` is ``uuid`` (when given), else the ``index``-th."""
+    if items is None:
+        return None
+    if uuid:
+        for item in items:
+            if str(item.get("uuid") or "").lower() == uuid.lower():
+                return item
+        problems.add(what, f"no GPU with UUID {uuid} ({len(items)} listed)")
+        return None
+    if 0 <= index < len(items):
+        return items[index]
+    problems.add(what, f"no GPU {index}: {len(items)} listed")
+    return None

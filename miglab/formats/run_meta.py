@@ -6,8 +6,9 @@ the run directory and its parents up to the campaign directory (nearest wins); s
 A ``miglab_run.json`` that is a symbolic link, not a regular file, larger than
 :data:`RUN_META_LIMIT`, not JSON (``NaN`` and ``Infinity`` are not JSON: the problem names their
 field) or nested more than :data:`MAX_DEPTH` deep is a problem of its run, never followed or half
-read; so is a known key of the wrong type, and a ``clock`` object that is not exactly a
-measurement or an error (:func:`check_clock`).
+read; so is a known key of the wrong type, a ``clock`` object that is not exactly a
+measurement or an error (:func:`check_clock`), and a ``device`` that is not exactly a record of
+a CUDA device or a CPU (:func:`check_device`).
 
 Only the standard library is used.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -24,7 +26,7 @@ from pathlib import Path
 from miglab.errors import Problem, Problems, ValidationError
 from miglab.formats.files import MiB, UnreadableFile, read_input_text
 
-__all__ = ["RUN_META", "RunMeta", "check_clock", "read_run_meta"]
+__all__ = ["RUN_META", "RunMeta", "check_clock", "check_device", "read_run_meta"]
 
 RUN_META = "miglab_run.json"
 RUN_META_LIMIT = 1 * MiB  # a runner writes a few KB
@@ -43,6 +45,7 @@ RUN_META_FIELDS = {
     "run": int,
     "placement": dict,
     "clock": dict,
+    "device": dict,  # or, written by an older miglab, a string (what it ran on, in words)
     "started_at": str,
     "finished_at": str,
     "notes": str,
@@ -56,6 +59,18 @@ CLOCK_KEYS = ("method", "error", *CLOCK_MEASURED, "to_reference_s", "controller_
 CLOCK_MAX_OFFSET_S = 1e6  # 11.6 days: a guest further off is no clock miglab compares
 WEIGHTS = ("real", "random")
 INPUTS = ("real", "synthetic")
+# ``device``: what the run measured, as the guest saw it (miglab.mlperf.guest.device): a CUDA
+# device from nvidia-smi ({kind: cuda, name, vgpu_type, uuid, driver, cuda}) or the CPU ({kind:
+# cpu, name: its model, cpus}); ``note`` says what could not be read.
+DEVICE_KINDS = ("cuda", "cpu")
+DEVICE_GPU_KEYS = ("vgpu_type", "uuid", "driver", "cuda")
+DEVICE_KEYS = ("kind", "name", *DEVICE_GPU_KEYS, "cpus", "note")
+DEVICE_TEXT_MAX = 200
+_DEVICE_PATTERNS = {
+    "uuid": (re.compile(r"(?:GPU|MIG)-[!-~]+"), "a GPU-... or MIG-... UUID"),
+    "driver": (re.compile(r"[0-9]+(?:\.[0-9]+){1,3}"), "a driver version such as 535.216.01"),
+    "cuda": (re.compile(r"[0-9]+\.[0-9]+"), "a CUDA version such as 12.2"),
+}
 
 
 @dataclass(frozen=True)
@@ -79,6 +94,9 @@ class RunMeta:
     # the guest's clock against the controller's: {"method", "offset_s", "uncertainty_s",
     # "reference", "samples", "measured_at"} or {"method", "error"} (see _check_clock)
     clock: dict | None = None
+    # what the run measured: {"kind": "cuda" | "cpu", "name", ...} (see _check_device); an older
+    # miglab's text is {"kind": "cuda" | "cpu" | None, "name": the text}
+    device: dict | None = None
     started_at: datetime | None = None  # timezone-aware
     finished_at: datetime | None = None
     notes: str | None = None
@@ -94,7 +112,7 @@ class RunMeta:
         }
         keys = (
             "benchmark", "scenario", "vm", "profile", "vgpu_type", "run", "placement", "clock",
-            "notes",
+            "device", "notes",
         )  # fmt: skip
         for k in keys:
             if getattr(self, k) is not None:
@@ -138,6 +156,8 @@ def read_run_meta(run_dir: str | Path, levels: int = 6, root: str | Path | None 
         if k in known:
             known[k] = _parse_iso(known[k])
     known.pop("schema", None)
+    if isinstance(known.get("device"), str):
+        known["device"] = legacy_device(known["device"])
     return RunMeta(files=tuple(reversed(files)), extra=merged, **known)
 
 
@@ -256,6 +276,71 @@ def _check_clock(value: dict, p: Problems) -> None:
         p.add("clock.measured_at", f"must be an ISO 8601 time with a time zone, got {shown}")
 
 
+def legacy_device(text: str) -> dict:
+    """An older miglab's ``device`` (what the SUT ran on, in words: ``CPU (<model>, ...)`` or
+    ``<GPU name> (<memory> GiB, cuda <n>)``) as a record: its kind where the words say it."""
+    kind = "cpu" if text.startswith("CPU") else ("cuda" if "cuda" in text else None)
+    return {"kind": kind, "name": text}
+
+
+def _check_device(value, p: Problems) -> None:
+    """``device``: an object with ``kind`` (cuda, cpu) and ``name`` (non-empty text); a CUDA
+    device may have ``vgpu_type``, ``uuid``, ``driver``, ``cuda`` (text or null); a CPU ``cpus``
+    (an integer of 1 or more); either a ``note``; no other key. A string (an older miglab's
+    words) is taken as it is."""
+    if isinstance(value, str):
+        if not value.strip() or len(value) > DEVICE_TEXT_MAX:
+            p.add("device", f"must be a non-empty text of at most {DEVICE_TEXT_MAX} characters")
+        return
+    if not isinstance(value, dict):
+        p.add("device", f"must be an object, got {_type_name(value)}")
+        return
+    for k in value:
+        if k not in DEVICE_KEYS:
+            p.add(f"device.{k}", f"unknown key (a device has {', '.join(DEVICE_KEYS)})")
+    kind = value.get("kind")
+    if "kind" not in value:
+        p.add("device.kind", f"missing (one of {', '.join(DEVICE_KINDS)})")
+    elif kind not in DEVICE_KINDS:
+        shown = repr(kind)[:40] if isinstance(kind, str) else _type_name(kind)
+        p.add("device.kind", f"must be one of {', '.join(DEVICE_KINDS)}, got {shown}")
+    for k in ("name", *DEVICE_GPU_KEYS, "note"):
+        if k not in value or (value[k] is None and k != "name"):
+            if k == "name":
+                p.add("device.name", "missing (what the run measured, e.g. the GPU's name)")
+            continue
+        v = value[k]
+        if not isinstance(v, str) or not v.strip() or len(v) > DEVICE_TEXT_MAX:
+            p.add(
+                f"device.{k}",
+                f"must be a non-empty text of at most {DEVICE_TEXT_MAX} characters, got "
+                + (repr(v)[:40] if isinstance(v, str) else _type_name(v)),
+            )
+            continue
+        pattern = _DEVICE_PATTERNS.get(k)
+        if pattern is not None and not pattern[0].fullmatch(v):
+            p.add(f"device.{k}", f"must be {pattern[1]}, got {v[:60]!r}")
+        if kind == "cpu" and k in DEVICE_GPU_KEYS:
+            p.add(f"device.{k}", "a CPU has none (only a cuda device has vgpu_type, uuid, ...)")
+    if "cpus" in value and value["cpus"] is not None:
+        n = value["cpus"]
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            p.add("device.cpus", f"must be an integer of 1 or more, got {_type_name(n)} {n!r}"[:80])
+        elif kind == "cuda":
+            p.add("device.cpus", "a cuda device has none (cpus is a CPU's)")
+
+
+def check_device(value, source: str) -> None:
+    """Raise ValidationError (``source: device.FIELD: reason`` lines) unless ``value`` is a
+    valid ``device`` record (an object; :func:`_check_device`)."""
+    p = Problems(source)
+    if isinstance(value, dict):
+        _check_device(value, p)
+    else:
+        p.add("device", f"must be an object, got {_type_name(value)}")
+    p.raise_if_any()
+
+
 def check_clock(value, source: str) -> None:
     """Raise ValidationError (``source: clock.FIELD: reason`` lines) unless ``value`` is a
     valid ``clock`` object."""
@@ -303,6 +388,9 @@ def _load_run_meta_file(f: Path) -> dict:
         if k not in data or data[k] is None:
             continue
         v = data[k]
+        if k == "device":
+            _check_device(v, p)
+            continue
         if typ is int and (isinstance(v, bool) or not isinstance(v, int)):
             p.add(k, f"must be an integer, got {type(v).__name__}")
         elif typ is not int and not isinstance(v, typ):

@@ -132,7 +132,10 @@ def test_layout_metadata_and_collector(lab_results):
     meta = json.loads((run / "miglab_run.json").read_text())
     assert meta["simulated"] is False
     assert (meta["backend"], meta["sut"], meta["weights"]) == ("reference", "onnxruntime", "random")
-    assert meta["inputs"] == "synthetic" and meta["device"].startswith("CPU")
+    assert meta["inputs"] == "synthetic" and meta["sut_details"]["device"].startswith("CPU")
+    # the device record (issue 17): the CPU by its model, what the collector reads back
+    assert meta["device"]["kind"] == "cpu" and meta["device"]["cpus"] >= 1
+    assert meta["device"]["name"] and set(meta["device"]) == {"kind", "name", "cpus"}
     assert (meta["vm"], meta["scenario"], meta["run"]) == ("cpu-lab-s2-vm2", "s2", 1)
     start_at = out["s2-Server"][0][3]
     assert meta["barrier"]["start_at"] == datetime.fromtimestamp(start_at).astimezone().isoformat()
@@ -152,6 +155,11 @@ def test_layout_metadata_and_collector(lab_results):
     assert rec.meta.backend == "reference" and rec.meta.weights == "random"
     assert not rec.submission_valid  # 2 s is no submission
     assert any("min_duration" in r for r in rec.submission_reasons)
+    assert rec.meta.device == meta["device"]
+    for why in ("random weights", "synthetic inputs", "measured on the CPU"):  # issue 17
+        assert any(why in r for r in rec.submission_reasons), why
+        assert any(why in r for r in meta["loadgen"]["submission_reasons"]), why
+    assert meta["loadgen"]["submission_valid"] is False
 
     s1 = root / "s1" / "vm1" / "resnet50" / "Offline" / "performance" / "run_1"
     meta1 = json.loads((s1 / "miglab_run.json").read_text())

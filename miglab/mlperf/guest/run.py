@@ -12,7 +12,8 @@ time, so that every VM of a scenario starts LoadGen at the same moment (the barr
 
 Exit status: 0 when LoadGen says VALID; 1 when the run finished but is not VALID (one line on
 stderr says why); 2 when the run could not be made (bad option, missing file, AccuracyOnly
-without real weights and data: one ``error:`` line); 3 when the SUT failed during the run.
+without real weights and data, a CUDA device asked for and none visible -- never measured on the
+CPU instead: one ``error:`` line); 3 when the SUT failed during the run.
 Progress goes to stderr; the last line on stdout is the result.
 """
 
@@ -66,7 +67,11 @@ def build_parser() -> argparse.ArgumentParser:
         "onnxruntime real, tiny models random)",
     )
     g.add_argument("--dataset", help="preprocessed samples (.npz), needed for AccuracyOnly")
-    g.add_argument("--device", default="cuda", help="torch device (default cuda)")
+    g.add_argument(
+        "--device",
+        help="cuda, cuda:N or cpu (default: torch cuda, onnxruntime cpu); a CUDA device this VM "
+        "does not have stops the run (exit 2), never a run on the CPU instead",
+    )
     g = p.add_argument_group("LoadGen settings")
     g.add_argument(
         "--mlperf-conf",

@@ -20,7 +20,8 @@ catalog's description of the vGPU:
    ``configs/<benchmark>/<Scenario>/__init__.py`` in the v1.1 format
    (``class X(BenchmarkConfiguration): system = System(...); ...``);
 3. after a run, the logs under ``build/logs/<timestamp>/<system id>/<benchmark>/<scenario>/``
-   copied into miglab's results tree with ``miglab_run.json`` (backend ``nvidia``, real weights).
+   copied into miglab's results tree with ``miglab_run.json`` (backend ``nvidia``, real weights,
+   the ``device`` as the guest's nvidia-smi shows it: :func:`miglab.mlperf.guest.device.describe`).
 
 Scaling rule (documented, a starting point to tune, not a measured value): the full-GPU config of
 the same board (NVIDIA's v1.1 ``A100_PCIe_80GBx1`` classes, table :data:`BASE_CONFIGS`) is scaled by
@@ -588,6 +589,7 @@ class NvidiaBackend(Backend):
         self.system: VmSystem | None = None
         self._run = runner or subprocess.run
         self.commands: list[list[str]] = []
+        self.device: dict | None = None  # the GPU the harness runs on (miglab_run.json's device)
 
     def _make(self, target: str, args: str | None = None) -> None:
         s = self.settings
@@ -612,6 +614,9 @@ class NvidiaBackend(Backend):
                 raise BackendError(f"unsupported scenario {sc!r} (use {', '.join(SCENARIOS)})")
         self.settings = s
         self.system = vm_system(s.gpu, s.profile, s.count, s.prefix, s.nvidia_smi_name)
+        from miglab.mlperf.guest.device import describe
+
+        self.device = describe("cuda")
         changed = install(s.harness_dir, self.system, s.benchmarks, s.scenarios)
         progress(
             f"system {self.system.system_id} ({', '.join(self.system.aliases)}): "
@@ -658,6 +663,7 @@ class NvidiaBackend(Backend):
             "started_at": started,
             "finished_at": finished,
             "wall_s": round(time.time() - t0, 3),
+            "device": self.device,
             "harness": {
                 "dir": os.path.abspath(s.harness_dir),
                 "system_id": system.system_id,

@@ -3,7 +3,10 @@
 SUTs (``miglab.mlperf.guest.sut``): ``torch`` (ResNet50 / BERT-large on a CUDA GPU, fp16 or, BERT
 only
 and opt-in, FP8 GEMMs, CUDA graphs, inputs staged on the GPU) and ``onnxruntime`` (any ONNX model
-on the CPU). Scenarios Offline and Server; modes PerformanceOnly and AccuracyOnly (AccuracyOnly
+on the CPU, or with ONNX Runtime's CUDA provider). The device (``device``: ``cuda``, ``cuda:N``,
+``cpu``; default the SUT's, :data:`DEFAULT_DEVICE`) is checked before anything is loaded: a CUDA
+device that is not visible stops the run (:mod:`miglab.mlperf.guest.device`), never a silent run
+on the CPU. Scenarios Offline and Server; modes PerformanceOnly and AccuracyOnly (AccuracyOnly
 needs real weights and a dataset given by the user and is refused otherwise). Nothing is loaded
 from the network.
 
@@ -25,7 +28,8 @@ minimum duration and stays VALID if the SUT runs up to 20 % faster under LoadGen
 half of it for Server (a guess: set it in user.conf for real runs).
 
 Every run writes ``miglab_run.json`` beside LoadGen's logs (keys in ``../README.md``; this backend
-adds ``sut``, ``device``, ``precision``, ``model``, ``raw_throughput``, ``fidelity``, ``loadgen``,
+adds ``sut``, ``device`` (the record of what was measured: nvidia-smi's GPU or the CPU),
+``precision``, ``model``, ``raw_throughput``, ``fidelity``, ``loadgen``,
 ``settings``, ``batching`` and ``barrier``), atomically, and last ``MANIFEST.sha256`` (the
 checksums of the run folder's files, :mod:`miglab.formats.manifest`): a run folder without one did
 not finish.
@@ -49,6 +53,7 @@ from pathlib import Path
 import numpy as np
 
 from miglab.formats.manifest import MANIFEST, atomic_write_text, write_manifest
+from miglab.mlperf.guest import device as device_lib
 from miglab.mlperf.guest.backends.base import (
     MODES,
     SCENARIOS,
@@ -79,6 +84,9 @@ CONF_READ_TIMEOUT_S = 120.0  # LoadGen reading one config file in a process of i
 OFFLINE_AUTO_FACTOR = 1.1
 SERVER_AUTO_FRACTION = 0.5
 
+# The device a SUT runs on when none is given: the torch SUT the GPU, the onnxruntime SUT the CPU
+# (the mlperf role always gives one: mlperf_device, cuda by default).
+DEFAULT_DEVICE = {"torch": "cuda", "onnxruntime": "cpu"}
 # Per SUT and benchmark: Offline batch, Server max batch, Server batching timeout (ms).
 DEFAULTS = {
     ("torch", "resnet50"): (512, 128, 2.0),
@@ -104,7 +112,7 @@ class ReferenceSettings:
     weights: str | None = None  # torch: a state_dict file or a local Hugging Face folder
     weights_kind: str | None = None  # force "real" / "random" in the metadata
     dataset: str | None = None  # .npz (see the SUTs)
-    device: str = "cuda"
+    device: str | None = None  # cuda, cuda:N or cpu; None: DEFAULT_DEVICE of the SUT
     mlperf_conf: str | None = None
     user_conf: str | None = None
     min_duration_ms: int | None = None
@@ -302,6 +310,7 @@ class ReferenceBackend(Backend):
         self.setup_s: float | None = None
         self._tmp: str | None = None
         self.barrier: dict | None = None
+        self.device: dict | None = None  # what the SUT runs on (miglab_run.json's device)
 
     # --- prepare -------------------------------------------------------------------------------
     def prepare(self, settings: ReferenceSettings) -> None:
@@ -331,6 +340,8 @@ class ReferenceBackend(Backend):
                 "MLPerf LoadGen is not installed (pip install mlcommons-loadgen)"
             ) from None
         self._check_accuracy_inputs(s)
+        device = s.device or DEFAULT_DEVICE[s.sut]
+        device_lib.require_cuda(s.sut, device)  # before anything slow: never the CPU instead
         self.settings = s
         _, eff = load_test_settings(s, s.scenario, s.mode)
         family = "bert" if info.loadgen_model == "bert" else info.name
@@ -354,6 +365,11 @@ class ReferenceBackend(Backend):
             raise
         except (ImportError, OSError, ValueError, RuntimeError) as exc:
             raise BackendError(f"cannot prepare the {s.sut} SUT: {exc}") from exc
+        self.device = device_lib.describe(
+            device,
+            uuid=getattr(self.engine, "cuda_uuid", None),
+            name=getattr(self.engine, "cuda_name", None),
+        )
         self.runner = Runner(
             self.engine,
             batch_size=batch,
@@ -409,7 +425,7 @@ class ReferenceBackend(Backend):
             attention=s.attention,
             fast_gelu=s.fast_gelu,
             precision=s.precision,
-            device=s.device,
+            device=s.device or DEFAULT_DEVICE["torch"],
             seed=s.seed,
             progress=progress,
         )
@@ -434,6 +450,7 @@ class ReferenceBackend(Backend):
             threads=s.threads,
             weights=weights,
             seed=s.seed,
+            device=s.device or DEFAULT_DEVICE["onnxruntime"],
         )
 
     # --- run -----------------------------------------------------------------------------------
@@ -540,7 +557,7 @@ class ReferenceBackend(Backend):
         meta["batching"] = runner.stats()
         if accuracy is not None:
             meta["accuracy"] = accuracy
-        result = _loadgen_result(run_dir, info.name)
+        result = _loadgen_result(run_dir, info.name, meta)
         if mode == "AccuracyOnly":  # LoadGen gives no verdict: every sample must be logged
             got = (accuracy or {}).get("samples", 0)
             errors = [r for r in result.get("reasons", []) if "result_validity" not in r]
@@ -573,7 +590,7 @@ class ReferenceBackend(Backend):
             "run": run_index,
             "started_at": started,
             "finished_at": finished,
-            "device": engine.device,
+            "device": self.device,
             "precision": engine.precision,
             "model": engine.model,
             "raw_throughput": self.raw.get("samples_per_second"),
@@ -637,8 +654,10 @@ class ReferenceBackend(Backend):
             self._tmp = None
 
 
-def _loadgen_result(run_dir: Path, benchmark: str) -> dict:
-    """LoadGen's verdict on a run, read with the collector."""
+def _loadgen_result(run_dir: Path, benchmark: str, meta: dict | None = None) -> dict:
+    """LoadGen's verdict on a run, read with the collector; the submission verdict also judges
+    what ``meta`` (the run's metadata, not written yet) says was measured."""
+    from miglab.core.mlperf_rules import measurement_problems
     from miglab.core.runs import parse_run
     from miglab.errors import ValidationError
 
@@ -646,6 +665,17 @@ def _loadgen_result(run_dir: Path, benchmark: str) -> dict:
         r = parse_run(run_dir, benchmark=benchmark)
     except ValidationError as exc:
         return {"valid": False, "reasons": [str(p) for p in exc.problems]}
+    m = meta or {}
+    measured = [
+        x
+        for x in measurement_problems(
+            simulated=m.get("simulated"),
+            weights=m.get("weights"),
+            inputs=m.get("inputs"),
+            device_kind=(m.get("device") or {}).get("kind"),
+        )
+        if x not in r.submission_reasons
+    ]
     pct = (r.latency_ns or {}).get("percentiles") or {}
     return {
         "version": r.loadgen_version,
@@ -657,6 +687,6 @@ def _loadgen_result(run_dir: Path, benchmark: str) -> dict:
         "unit": r.unit,
         "p99_latency_ms": (pct["99.00"] / 1e6) if pct.get("99.00") else None,
         "p50_latency_ms": (pct["50.00"] / 1e6) if pct.get("50.00") else None,
-        "submission_valid": r.submission_valid,
-        "submission_reasons": r.submission_reasons,
+        "submission_valid": r.submission_valid and not measured,
+        "submission_reasons": r.submission_reasons + measured,
     }

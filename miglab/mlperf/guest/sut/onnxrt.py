@@ -1,4 +1,6 @@
-"""ONNX Runtime SUT on the CPU: any ONNX model file.
+"""ONNX Runtime SUT: any ONNX model file, on the CPU (``device="cpu"``) or with ONNX Runtime's CUDA
+execution provider (``cuda``, ``cuda:N``: the onnxruntime-gpu package; a session that does not
+run on it is refused, never run on the CPU instead, :mod:`miglab.mlperf.guest.device`).
 
 Inputs are staged in host memory: synthetic (seeded random values of each input's shape and type)
 for performance runs, or the arrays of a ``.npz`` dataset whose keys are the model's input names
@@ -10,11 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-import platform
 from pathlib import Path
 
 import numpy as np
 
+from miglab.mlperf.guest.device import cpu_name, parse_device, require_cuda_session
 from miglab.mlperf.guest.sut.base import Engine, Pending, pick_bucket
 
 __all__ = ["OnnxRuntimeEngine", "cpu_name"]
@@ -29,16 +31,6 @@ ORT_TYPES = {
     "tensor(uint8)": np.uint8,
     "tensor(bool)": np.bool_,
 }
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "CPU"
 
 
 def _sha256(path: Path) -> str:
@@ -64,6 +56,7 @@ class OnnxRuntimeEngine(Engine):
         weights: str = "real",
         argmax: bool | None = None,
         seed: int = 0,
+        device: str = "cpu",
     ):
         import onnxruntime as ort
 
@@ -74,10 +67,17 @@ class OnnxRuntimeEngine(Engine):
         if threads:
             opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
-        self.session = ort.InferenceSession(
-            str(path), sess_options=opts, providers=["CPUExecutionProvider"]
-        )
-        self.device = f"CPU ({cpu_name()}, {os.cpu_count()} logical CPUs)"
+        kind, index = parse_device(device, default="cpu")
+        if kind == "cuda":
+            providers = [("CUDAExecutionProvider", {"device_id": index})]
+        else:
+            providers = ["CPUExecutionProvider"]
+        self.session = ort.InferenceSession(str(path), sess_options=opts, providers=providers)
+        if kind == "cuda":
+            require_cuda_session(self.session)
+            self.device = f"CUDA device {index} (ONNX Runtime CUDA execution provider)"
+        else:
+            self.device = f"CPU ({cpu_name()}, {os.cpu_count()} logical CPUs)"
         self.model = f"{path.name} (sha256 {_sha256(path)[:16]})"
         self.weights = weights
         self._inputs = self.session.get_inputs()

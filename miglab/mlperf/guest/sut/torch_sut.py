@@ -277,6 +277,12 @@ class TorchEngine(Engine):
             self.device = (
                 f"{props.name} ({props.total_memory / 2**30:.0f} GiB, cuda {dev.index or 0})"
             )
+            # for the run's device record (nvidia-smi's row of this GPU); torch >= 2.0 has uuid
+            uuid = str(getattr(props, "uuid", "") or "")
+            if uuid and not uuid.startswith(("GPU-", "MIG-")):
+                uuid = f"GPU-{uuid}"
+            self.cuda_uuid = uuid or None
+            self.cuda_name = props.name
         else:
             from miglab.mlperf.guest.sut.onnxrt import cpu_name
 
