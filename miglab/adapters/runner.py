@@ -161,9 +161,11 @@ def run_playbook(
     rounds_total: int = 0,
     extra_args: list[str] | tuple[str, ...] = (),
     cancel=None,
+    forks: int | None = None,
 ) -> PlaybookRun:
     """``extra_args``: ``-e`` values as ansible-playbook takes them; ``cancel``: a callable that
-    says when to stop the playbook (ansible-runner's cancel callback)."""
+    says when to stop the playbook (ansible-runner's cancel callback); ``forks``: hosts Ansible
+    runs at once (unset: the Ansible settings')."""
     import ansible_runner
 
     progress = Progress(rounds_total=rounds_total)
@@ -199,6 +201,7 @@ def run_playbook(
         envvars=envvars,
         event_handler=handler,
         cancel_callback=cancel,
+        forks=forks,
         quiet=True,
         ident="run",
     )

@@ -95,6 +95,7 @@ def cmd_run(args) -> int:
                     folder,
                     envvars,
                     rounds_total=_rounds(campaign, lab),
+                    forks=_forks(campaign, lab),
                     extra_args=args.extra_vars,
                     cancel=stop.requested,
                 )
@@ -190,18 +191,41 @@ def _rounds(campaign, lab) -> int:
     return len(waves) * len(m.benchmarks) * len(m.scenarios) * m.runs
 
 
+def _forks(campaign, lab) -> int:
+    """Ansible's forks for the run: at least the largest wave's VMs, so the start barrier
+    releases all of a wave's VMs at once (with fewer, the rest would start only after the first
+    batch's runs ended); more when the project's Ansible settings ask for more."""
+    import configparser
+    import os
+
+    from miglab.adapters.project import project_dir
+    from miglab.core.planning import plan_campaign
+
+    configured = 5  # Ansible's own default
+    cfg = configparser.ConfigParser(interpolation=None)
+    try:
+        cfg.read(os.environ.get("ANSIBLE_CONFIG") or project_dir() / "ansible.cfg")
+        configured = cfg.getint("defaults", "forks", fallback=configured)
+    except (configparser.Error, ValueError):
+        pass
+    if os.environ.get("ANSIBLE_FORKS", "").isdigit():
+        configured = int(os.environ["ANSIBLE_FORKS"])
+    return max(configured, plan_campaign(campaign, lab).largest_wave_vms())
+
+
 def _has_runs(folder: Path) -> bool:
     return folder.is_dir() and any(folder.glob("*/*/*/*/performance/run_*"))
 
 
 def _run_with_progress(run_playbook, playbook, inventory, extravars, tags, check, folder, envvars,
-                       rounds_total=0, extra_args=(), cancel=None):  # fmt: skip
+                       rounds_total=0, extra_args=(), cancel=None, forks=None):  # fmt: skip
     from rich.console import Console
     from rich.live import Live
 
     console = Console(stderr=True, markup=False)  # task and host names print as they are
     kwargs = dict(tags=tags, check=check, private_dir=folder, envvars=envvars,
-                  rounds_total=rounds_total, extra_args=extra_args, cancel=cancel)  # fmt: skip
+                  rounds_total=rounds_total, extra_args=extra_args, cancel=cancel,
+                  forks=forks)  # fmt: skip
     if not console.is_terminal:  # a log: one line per play, per MLPerf round, per failure
         seen = [0]
 

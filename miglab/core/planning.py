@@ -17,6 +17,14 @@ class CampaignPlan:
     lab: Lab
     schedule: Schedule
 
+    def largest_wave_vms(self) -> int:
+        """VMs of the wave with the most: Ansible must run that many hosts at once (forks), or
+        the start barrier releases a wave's VMs in turns and their runs do not overlap."""
+        return max(
+            (sum(len(job.packing.placements) for job in wave) for wave in self.schedule.waves()),
+            default=0,
+        )
+
     def as_json(self) -> dict:
         c, lab, sch = self.campaign, self.lab, self.schedule
         scenarios = []
