@@ -41,6 +41,7 @@ def _escaping_stdout() -> None:
 # --- results parse ------------------------------------------------------------------------------
 def cmd_results_parse(args) -> int:
     from miglab.core.runs import parse_paths
+    from miglab.mlperf.results.aggregate import device_label
     from miglab.mlperf.results.report import format_value
 
     _escaping_stdout()
@@ -84,8 +85,9 @@ def cmd_results_parse(args) -> int:
         if r.meta.files:
             print(
                 f"  run: simulated={r.meta.simulated} backend={r.meta.backend} "
-                f"weights={r.meta.weights}"
+                f"weights={r.meta.weights} inputs={r.meta.inputs}"
             )
+            print(f"  device: {_line(device_label(r.meta, detail=True))}")
         for n in r.notes:
             print(f"  note: {_line(n)}")
     return EXIT_OK
@@ -168,6 +170,13 @@ def cmd_results_aggregate(args) -> int:
             f"total {format_value(g.mean, g.unit)}{sd} {g.unit or ''} "
             f"({g.count}/{len(g.runs)} runs {g.status}){imp}"
         )
+        for label in g.measured:
+            print(f"  measured: {_line(label)}")
+        if g.included:
+            print(
+                "  submission rules: "
+                + ("met" if g.submission_valid else "not met: " + "; ".join(g.submission_reasons))
+            )
         for x in g.excluded_reasons:
             print(f"  excluded {_line(x)}")
         for n in g.notes:

@@ -119,7 +119,13 @@ def test_sum_over_vms_stats_and_improvement(seed_tree):
     assert round(s6.improvement_pct, 2) == 5.77  # the seed's scenario 6 ResNet50 figure
     assert s1.improvement_pct == 0.0
     assert all(r.overlap_fraction == 1.0 and r.window_source == "power" for r in s6.runs)
-    assert s6.status == "ok" and s6.submission_valid
+    assert s6.status == "ok" and s1.submission_valid  # one VM: the published log's verdict
+    # three VMs: a sum of independent LoadGen instances is no submission figure (issue 17)
+    assert not s6.submission_valid and not any(r.submission_valid for r in s6.runs)
+    assert s6.submission_reasons == [
+        "the sum of 3 independent LoadGen instances (one per VM), not one LoadGen run of one "
+        "system under test"
+    ]
     assert s6.metric == "result_samples_per_second" and s6.combine == "sum"
     assert agg.problems == []
 
@@ -281,7 +287,9 @@ def test_summary_only_runs_cannot_prove_concurrency(tmp_path):
     assert g.runs[0].included and g.runs[0].total == 2 * 136656
     assert not g.runs[0].submission_valid
     assert g.runs[0].submission_reasons == [
-        "concurrency not checked: cannot check that the VMs ran at once: no common timestamps"
+        "concurrency not checked: cannot check that the VMs ran at once: no common timestamps",
+        "the sum of 2 independent LoadGen instances (one per VM), not one LoadGen run of one "
+        "system under test",
     ]
 
 
@@ -321,7 +329,11 @@ def test_server_v41_sums_completed_qps(tmp_path):
     build(tmp_path, {"s2": {"vm1": [None], "vm2": [None]}}, src=H200_SERVER, mlscen="Server")
     g = aggregate_results(tmp_path).group("s2", "resnet50", "Server")
     assert g.metric == "result_completed_samples_per_sec"
-    assert g.runs[0].total == 2 * 632229 and g.submission_valid
+    assert g.runs[0].total == 2 * 632229 and not g.submission_valid  # two LoadGen instances
+    assert g.submission_reasons == [
+        "the sum of 2 independent LoadGen instances (one per VM), not one LoadGen run of one "
+        "system under test"
+    ]
 
 
 def test_simulated_metadata_flows_to_groups(seed_tree):

@@ -139,7 +139,9 @@ def test_simulated_random_weights_are_said_everywhere(tree, tmp_path):
     agg = aggregate_results(tree, baseline="s1")
     written = write_report(agg, tmp_path / "out")
     md = written["report.md"].read_text()
-    assert md.startswith("# MLPerf Inference results\n\n> **SIMULATED RUNS:")
+    assert md.startswith(
+        "# MLPerf Inference runs (not verified by MLCommons)\n\n> **SIMULATED RUNS:"
+    )
     assert "(reference)" in md and "> **RANDOM WEIGHTS:" in md
     html = written["report.html"].read_text()
     assert "<p class='banner'>SIMULATED RUNS:" in html

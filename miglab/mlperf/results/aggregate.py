@@ -26,6 +26,13 @@ For each (campaign scenario, benchmark, MLPerf scenario) and run number *n*:
   logged (time zones must then agree too);
 * then throughputs are summed over the VMs (latency metrics: the worst VM is the scenario's
   figure). A run that fails any check is excluded and each reason is reported with its VM.
+  A figure over several VMs is never called submission-valid: it is the sum (or worst) of
+  independent LoadGen instances (:func:`~miglab.core.mlperf_rules.combined_problems`); nor is
+  one whose runs were simulated, or ran random weights, synthetic inputs or on the CPU
+  (``miglab_run.json``; :func:`~miglab.core.mlperf_rules.measurement_problems`).
+
+What each figure measured is said with it: :func:`device_label` (the device each run's
+``miglab_run.json`` records) and :func:`measured_label` (device, weights, inputs).
 
 Over the included runs: count, mean, sample standard deviation, min, max, spread
 ((max - min) / mean) and the improvement of the mean over the baseline scenario's mean for the
@@ -66,11 +73,13 @@ from miglab.core.clock import (
     check_clocks,
     to_controller_time,
 )
+from miglab.core.mlperf_rules import combined_problems
 from miglab.core.runs import RunRecord, json_dumps, parse_run_safely
 from miglab.errors import Problem, ValidationError
 from miglab.formats.files import MiB, UnreadableFile, read_input_text
 from miglab.formats.loadgen import has_run_log, scan_tree
 from miglab.formats.manifest import is_run_name
+from miglab.formats.run_meta import RunMeta
 
 __all__ = [
     "Aggregate",
@@ -81,6 +90,8 @@ __all__ = [
     "aggregate_results",
     "check_round",
     "campaign_context",
+    "device_label",
+    "measured_label",
     "normalize_plan",
     "one_line",
     "read_json_input",
@@ -223,6 +234,49 @@ def campaign_context(path: str | Path) -> dict:
     return {"plan": plan, "baseline": c.mlperf.baseline, "runs": c.mlperf.runs, "campaign": c.name}
 
 
+# --- what was measured -----------------------------------------------------------------------
+NOT_RECORDED = "device not recorded"
+
+
+def device_label(meta: RunMeta, detail: bool = False) -> str:
+    """What a run measured, in words, from its ``miglab_run.json``: ``vGPU NVIDIA A100D-2-20C``,
+    ``GPU NVIDIA H200`` (passthrough or bare metal), ``CPU (SIMULATED lab; <model>)``, ``device
+    not recorded``. ``detail`` adds the driver, CUDA version, UUID, CPU count and note."""
+    d = meta.device or {}
+    kind, name = d.get("kind"), d.get("name")
+    sim = "SIMULATED lab" if meta.simulated else None
+    if not d:
+        return f"{sim}, {NOT_RECORDED}" if sim else NOT_RECORDED
+    if kind == "cpu":
+        extra = [f"{d['cpus']} logical CPUs"] if detail and d.get("cpus") else []
+        label = "CPU (" + "; ".join(x for x in (sim, name, *extra) if x) + ")"
+    elif kind == "cuda":
+        label = f"vGPU {d['vgpu_type']}" if d.get("vgpu_type") else f"GPU {name}"
+        if detail:
+            extra = [
+                f"{what} {d[k]}"
+                for k, what in (("driver", "driver"), ("cuda", "CUDA"), ("uuid", "UUID"))
+                if d.get(k)
+            ]
+            if extra:
+                label += f" ({', '.join(extra)})"
+        if sim:
+            label = f"{sim}: {label}"
+    else:  # an older miglab's words, kind unknown
+        label = f"{sim}: {name}" if sim else str(name)
+    if detail and d.get("note"):
+        label += f" [{d['note']}]"
+    return label
+
+
+def measured_label(meta: RunMeta) -> str:
+    """Device, weights and inputs of a run: ``CPU (SIMULATED lab; ...), random weights,
+    synthetic inputs``; what ``miglab_run.json`` does not say is said as not recorded."""
+    weights = f"{meta.weights} weights" if meta.weights else "weights not recorded"
+    inputs = f"{meta.inputs} inputs" if meta.inputs else "inputs not recorded"
+    return f"{device_label(meta)}, {weights}, {inputs}"
+
+
 # --- results -----------------------------------------------------------------------------------
 @dataclass
 class VmRun:
@@ -289,6 +343,9 @@ class Group:
     backends: list[str]
     loadgen_versions: list[str]
     notes: list[str] = field(default_factory=list)
+    inputs: list[str] = field(default_factory=list)
+    devices: list[str] = field(default_factory=list)  # device_label of its runs, distinct
+    measured: list[str] = field(default_factory=list)  # measured_label of its runs, distinct
     baseline: str | None = None
     baseline_mean: float | None = None
     improvement_pct: float | None = None
@@ -354,6 +411,21 @@ class Group:
         return bool(self.included) and all(r.submission_valid for r in self.included)
 
     @property
+    def submission_reasons(self) -> list[str]:
+        """Why the group's figure is not submission-valid, each reason once (without the VM it
+        was found in): empty when it is."""
+        if not self.included:
+            return ["no counted run"]
+        out: list[str] = []
+        for r in self.included:
+            for x in r.submission_reasons:
+                vm, sep, rest = x.partition(": ")
+                why = rest if sep and vm in self.vms else x
+                if why not in out:
+                    out.append(why)
+        return out
+
+    @property
     def clock_flagged(self) -> list[RunTotal]:
         """The runs whose VMs' clocks disagree (or are uncertain) beyond the bound."""
         return [r for r in self.runs if r.clock is not None and r.clock.flagged]
@@ -408,8 +480,12 @@ class Group:
             "baseline_mean": self.baseline_mean,
             "improvement_pct": self.improvement_pct,
             "submission_valid": self.submission_valid,
+            "submission_reasons": self.submission_reasons,
             "simulated": self.simulated,
             "weights": self.weights,
+            "inputs": self.inputs,
+            "devices": self.devices,
+            "measured": self.measured,
             "backends": self.backends,
             "loadgen_versions": self.loadgen_versions,
             "clock": self.clock_state,
@@ -442,8 +518,11 @@ CSV_FIELDS = (
     "baseline",
     "improvement_pct",
     "submission_valid",
+    "submission_reasons",
     "simulated",
     "weights",
+    "inputs",
+    "devices",
     "backends",
     "clock",
     "excluded",
@@ -480,6 +559,30 @@ class Aggregate:
     def random_weights(self) -> bool:
         return any("random" in g.weights for g in self.groups)
 
+    @property
+    def synthetic_inputs(self) -> bool:
+        return any("synthetic" in g.inputs for g in self.groups)
+
+    @property
+    def cpu_runs(self) -> bool:
+        """Whether a run measured the CPU (``miglab_run.json`` device kind cpu)."""
+        return any(
+            (vr.record.meta.device or {}).get("kind") == "cpu"
+            for g in self.groups
+            for per in g.vm_runs.values()
+            for vr in per.values()
+            if vr.record is not None
+        )
+
+    def measured(self) -> dict[str, list[Group]]:
+        """Each distinct :func:`measured_label` (device, weights, inputs) -> the groups with a
+        run that measured it, in the groups' order."""
+        out: dict[str, list[Group]] = {}
+        for g in self.groups:
+            for label in g.measured:
+                out.setdefault(label, []).append(g)
+        return out
+
     def as_json(self) -> dict:
         return {
             "root": self.root,
@@ -488,6 +591,18 @@ class Aggregate:
             "clock_bound_s": self.clock_bound,
             "simulated": self.simulated,
             "random_weights": self.random_weights,
+            "synthetic_inputs": self.synthetic_inputs,
+            "cpu_runs": self.cpu_runs,
+            "measured": [
+                {
+                    "label": label,
+                    "groups": [
+                        f"{g.campaign} {g.scenario} {g.benchmark} {g.mlperf_scenario}"
+                        for g in groups
+                    ],
+                }
+                for label, groups in self.measured().items()
+            ],
             "groups": [g.as_json() for g in self.groups],
             "problems": self.problems,
         }
@@ -524,8 +639,11 @@ class Aggregate:
                     "baseline": g.baseline or "",
                     "improvement_pct": _fmt(g.improvement_pct, 3),
                     "submission_valid": g.submission_valid,
+                    "submission_reasons": " | ".join(g.submission_reasons),
                     "simulated": "" if g.simulated is None else g.simulated,
                     "weights": ";".join(g.weights),
+                    "inputs": ";".join(g.inputs),
+                    "devices": ";".join(g.devices),
                     "backends": ";".join(g.backends),
                     "clock": _clock_cell(g),
                     "excluded": " | ".join(g.excluded_reasons),
@@ -826,6 +944,9 @@ def _group(
         backends=sorted({m.backend for m in metas if m.backend}),
         loadgen_versions=sorted({r.loadgen_version for r in records if r.loadgen_version}),
         notes=notes,
+        inputs=sorted({m.inputs for m in metas if m.inputs}),
+        devices=sorted({device_label(m) for m in metas}),
+        measured=sorted({measured_label(m) for m in metas}),
     )
 
 
@@ -941,6 +1062,7 @@ def _run_total(
     total = None
     if included:
         total = sum(values.values()) if combine == "sum" else max(values.values())
+        sub_reasons.extend(combined_problems(len(values), combine))
     return RunTotal(
         run=n,
         values=values,

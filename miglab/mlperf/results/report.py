@@ -15,9 +15,15 @@ and PNG bar charts.
   and 7: mean total throughput, min-max error bars, the baseline bar and level marked, the
   improvement over the baseline above each bar.
 
-When the runs' ``miglab_run.json`` says they were simulated or used random weights, every output
-says so at the top (and the charts in their title); so does a run whose guests' clocks disagree
-beyond the aggregate's bound (flagged: the clocks are named in the Clocks table).
+The report is titled :data:`TITLE`: these are runs miglab made with MLPerf's LoadGen, not
+results MLCommons has verified. What was measured is said next to the figures: one banner per
+distinct device, weights and inputs (``miglab_run.json``) at the top and again above each
+section's tables, a device column in the tables (the Placement table names each VM's device as
+nvidia-smi in the guest showed it), and the "submission rules" column says "no (why)" for a
+figure that cannot meet them -- a sum over VMs, a simulated lab, random weights, synthetic inputs,
+the CPU (:mod:`miglab.core.mlperf_rules`). When the runs were simulated or used random weights,
+every output says so at the top (and the charts in their title); so does a run whose guests'
+clocks disagree beyond the aggregate's bound (flagged: the clocks are named in the Clocks table).
 
 The output is a function of the results only (no timestamps; PNGs without a Software tag), and
 each file is written atomically and only when its bytes change: a second report over the same
@@ -37,9 +43,21 @@ import math
 from pathlib import Path
 
 from miglab.core.runs import json_dumps
-from miglab.mlperf.results.aggregate import Aggregate, Group, one_line
+from miglab.mlperf.results.aggregate import (
+    Aggregate,
+    Group,
+    device_label,
+    one_line,
+)
 
-__all__ = ["ReportFiles", "format_value", "write_report"]
+__all__ = ["TITLE", "ReportFiles", "format_value", "write_report"]
+
+# Not "MLPerf results": MLCommons' rule for figures it has not reviewed.
+TITLE = "MLPerf Inference runs (not verified by MLCommons)"
+NOT_VERIFIED = (
+    "Not verified by MLCommons Association. These figures are runs of MLPerf Inference's LoadGen "
+    "made by miglab in this lab; MLCommons has not reviewed them, and they are not MLPerf results."
+)
 
 
 class ReportFiles(dict):
@@ -110,13 +128,43 @@ def _banners(agg: Aggregate) -> list[str]:
             f"apart, or not known that precisely, in {_listed(flagged)}; their run windows were "
             "compared in the controller's time (see Clocks)."
         )
+    for label, groups in agg.measured().items():
+        lines.append(f"MEASURED: {label} ({_scope(groups, agg.groups)}).")
     unknown = [g for g in agg.groups if g.simulated is None]
     if unknown and not sim:
         lines.append(
             "Run metadata (miglab_run.json) is missing for some runs: whether they were "
-            "simulated, and with which weights, is not recorded."
+            "simulated, and with which device, weights and inputs, is not recorded."
         )
     return lines
+
+
+def _scope(groups: list[Group], every: list[Group]) -> str:
+    """Which figures a banner is about: every one, or the groups named."""
+    if len(groups) == len(every):
+        return "every run"
+    return _listed([f"{g.scenario} {g.benchmark} {g.mlperf_scenario}" for g in groups])
+
+
+def _measured_lines(groups: list[Group]) -> list[str]:
+    """A section's banners: what its figures measured (device, weights, inputs), per distinct
+    combination, with the scenarios it holds for when they differ."""
+    by: dict[str, list[str]] = {}
+    for g in groups:
+        for label in g.measured:
+            by.setdefault(label, []).append(g.scenario)
+    if len(by) == 1:
+        return [f"Measured: {next(iter(by))}."]
+    return [f"Measured: {label} ({', '.join(scen)})." for label, scen in by.items()]
+
+
+def _submission_cell(g: Group, shown: int = 6) -> str:
+    """``yes``, or ``no (why; why)``: the group's figure against the submission rules."""
+    if g.submission_valid:
+        return "yes"
+    reasons = g.submission_reasons
+    more = f"; and {len(reasons) - shown} more (results.json)" if len(reasons) > shown else ""
+    return f"no ({'; '.join(reasons[:shown])}{more})"
 
 
 def _summary_rows(groups: list[Group]) -> list[list[str]]:
@@ -144,7 +192,8 @@ def _summary_rows(groups: list[Group]) -> list[list[str]]:
                 _pct(g.spread_pct, signed=False),
                 "baseline" if g.baseline == g.scenario else _pct(g.improvement_pct),
                 f"{g.count}/{len(g.runs)} {g.status}",
-                "yes" if g.submission_valid else "no",
+                "; ".join(g.devices) or "-",
+                _submission_cell(g),
             ]
         )
     return rows
@@ -161,6 +210,7 @@ SUMMARY_HEAD = [
     "spread",
     "vs baseline",
     "valid runs",
+    "device",
     "submission rules",
 ]
 RUN_HEAD = [
@@ -172,7 +222,23 @@ RUN_HEAD = [
     "window (source)",
     "counted",
     "why not",
+    "device",
 ]
+
+
+def _run_devices(g: Group, n: int) -> str:
+    """The devices of run ``n``'s VMs: one label when they agree, else per VM."""
+    per_vm = {
+        vm: device_label(vr.record.meta)
+        for vm in g.vms
+        if (vr := g.vm_runs.get(vm, {}).get(n)) is not None and vr.record is not None
+    }
+    labels = set(per_vm.values())
+    if not labels:
+        return "-"
+    if len(labels) == 1:
+        return labels.pop()
+    return ", ".join(f"{vm}: {label}" for vm, label in per_vm.items())
 
 
 def _run_rows(groups: list[Group]) -> list[list[str]]:
@@ -194,6 +260,7 @@ def _run_rows(groups: list[Group]) -> list[list[str]]:
                     win,
                     "yes" if r.included else "NO",
                     "; ".join(r.reasons) or "-",
+                    _run_devices(g, r.run),
                 ]
             )
     return rows
@@ -233,15 +300,30 @@ def _clock_rows(groups: list[Group]) -> list[list[str]]:
     return rows
 
 
-PLACEMENT_HEAD = ["scenario", "VM", "profile", "GPU", "MIG slot", "planned", "as planned"]
+PLACEMENT_HEAD = [
+    "scenario",
+    "VM",
+    "profile",
+    "GPU",
+    "MIG slot",
+    "planned",
+    "as planned",
+    "device (in the guest)",
+]
 
 
 def _placement_rows(groups: list[Group]) -> list[list[str]]:
-    """Where each VM's vGPU ran (its latest run's ``placement``), against the plan."""
+    """Where each VM's vGPU ran (its latest run's ``placement``), against the plan, and the
+    device its latest run measured (its ``device``: nvidia-smi in the guest, or the CPU)."""
     rows = []
     for g in groups:
         for vm in g.vms:
             runs = g.vm_runs.get(vm, {})
+            latest = next(
+                (r.record for _, r in sorted(runs.items(), reverse=True) if r.record is not None),
+                None,
+            )
+            device = "-" if latest is None else device_label(latest.meta, detail=True)
             placement = next(
                 (
                     r.record.meta.placement
@@ -252,8 +334,9 @@ def _placement_rows(groups: list[Group]) -> list[list[str]]:
             )
             if placement is None:
                 rows.append(
-                    [g.scenario, vm, g.profiles.get(vm) or "-", "-", "-", "-", "not recorded"]
-                )
+                    [g.scenario, vm, g.profiles.get(vm) or "-", "-", "-", "-", "not recorded",
+                     device]
+                )  # fmt: skip
                 continue
             planned = placement.get("planned") or {}
             same = placement.get("gpu") == planned.get("gpu") and (
@@ -271,6 +354,7 @@ def _placement_rows(groups: list[Group]) -> list[list[str]]:
                     "-" if slot is None else str(slot),
                     f"{planned.get('gpu') or '-'} slot {planned.get('mig_slot')}",
                     "yes" if same else "NO",
+                    device,
                 ]
             )
     return rows
@@ -381,8 +465,13 @@ def write_report(
     flags = []
     if any(g.simulated for g in aggregate.groups):
         flags.append("SIMULATED")
+    if aggregate.cpu_runs:
+        flags.append("CPU")
     if aggregate.random_weights:
         flags.append("RANDOM WEIGHTS")
+    if aggregate.synthetic_inputs:
+        flags.append("SYNTHETIC INPUTS")
+    flags.append("not verified by MLCommons")
 
     sections = []
     chart_problems: list[str] = []
@@ -401,9 +490,10 @@ def write_report(
         sections.append((camp, bench, mlscen, groups, name if png is not None else None, png))
 
     # --- Markdown -----------------------------------------------------------------------------
-    md = ["# MLPerf Inference results", ""]
+    md = [f"# {TITLE}", ""]
     for b in banners:
         md += [f"> **{b}**", ""]
+    md += [NOT_VERIFIED, ""]
     md += [
         f"Results: `{aggregate.root}`. Baseline scenario: "
         f"{aggregate.baseline or 'none given (no improvements computed)'}. A run counts only when "
@@ -415,6 +505,8 @@ def write_report(
     ]
     for camp, bench, mlscen, groups, png_name, _png in sections:
         md += [f"## {camp}: {bench} {mlscen}", "", f"Metric: {_metric_label(groups[0])}.", ""]
+        for line in _measured_lines(groups):
+            md += [f"**{line}**", ""]
         if png_name is not None:
             md += [f"![{bench} {mlscen}]({png_name})", ""]
         md += [_md_table(SUMMARY_HEAD, _summary_rows(groups)), ""]
@@ -445,15 +537,16 @@ def write_report(
 
     # --- HTML ---------------------------------------------------------------------------------
     h = [
-        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>MLPerf Inference results</title>",
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(TITLE)}</title>",
         "<style>body{font-family:sans-serif;margin:2em;max-width:1400px}"
         "table{border-collapse:collapse;margin:1em 0;font-size:90%}"
         "td,th{border:1px solid #999;padding:3px 6px;text-align:left;vertical-align:top}"
         "th{background:#eee}.banner{background:#fdd;border:2px solid #c00;padding:.6em;"
         "font-weight:bold}</style></head><body>",
-        "<h1>MLPerf Inference results</h1>",
+        f"<h1>{html.escape(TITLE)}</h1>",
     ]
     h += [f"<p class='banner'>{html.escape(b)}</p>" for b in banners]
+    h.append(f"<p><strong>{html.escape(NOT_VERIFIED)}</strong></p>")
     h.append(
         f"<p>Results: <code>{html.escape(aggregate.root)}</code>. Baseline scenario: "
         f"{html.escape(aggregate.baseline or 'none given (no improvements computed)')}. "
@@ -464,6 +557,7 @@ def write_report(
     for camp, bench, mlscen, groups, _png_name, png in sections:
         h.append(f"<h2>{html.escape(f'{camp}: {bench} {mlscen}')}</h2>")
         h.append(f"<p>Metric: {html.escape(_metric_label(groups[0]))}.</p>")
+        h += [f"<p class='banner'>{html.escape(line)}</p>" for line in _measured_lines(groups)]
         if png is not None:
             data = base64.b64encode(png).decode("ascii")
             h.append(
@@ -496,7 +590,7 @@ def write_report(
 
     # --- CSV / JSON ---------------------------------------------------------------------------
     written.put("results.csv", out / "results.csv", _encode(aggregate.to_csv()))
-    data = aggregate.as_json()
+    data = {"title": TITLE, "verified_by_mlcommons": False, **aggregate.as_json()}
     data["banners"] = banners
     data["charts_not_drawn"] = chart_problems
     written.put("results.json", out / "results.json", (json_dumps(data) + "\n").encode())
