@@ -52,6 +52,7 @@ __all__ = [
     "TreeScan",
     "find_run_logs",
     "has_run_log",
+    "in_compliance_test",
     "looks_like_summary",
     "parse_detail_text",
     "parse_summary_text",
@@ -456,11 +457,28 @@ def has_run_log(run_dir: str | Path) -> bool:
 class TreeScan:
     """What :func:`scan_tree` found: ``run_dirs``, folders holding a LoadGen log (by name),
     reached without a symbolic link; ``refused``, ``(path, reason)`` of every symbolic link to
-    a folder (never followed) and every folder that could not be listed."""
+    a folder (never followed) and every folder that could not be listed; ``compliance_dirs``,
+    run folders of an MLPerf compliance test (under ``<MLPerf scenario>/TEST<nn>/``), which are
+    not performance runs and not in ``run_dirs``."""
 
     root: Path
     run_dirs: list[Path] = field(default_factory=list)
+    compliance_dirs: list[Path] = field(default_factory=list)
     refused: list[tuple[Path, str]] = field(default_factory=list)
+
+
+_TEST_DIR_RE = re.compile(r"TEST\d\d")
+
+
+def in_compliance_test(parts) -> bool:
+    """Whether a relative path goes through a compliance test's folder, ``<MLPerf
+    scenario>/TEST<nn>`` (the submission checker's layout from v6.0: ``TEST01/``, ``TEST04/`` beside
+    ``performance/`` and ``accuracy/``)."""
+    parts = tuple(parts)
+    return any(
+        i > 0 and parts[i - 1] in SCENARIOS and _TEST_DIR_RE.fullmatch(p)
+        for i, p in enumerate(parts)
+    )
 
 
 def scan_tree(root: str | Path) -> TreeScan:
@@ -478,7 +496,10 @@ def scan_tree(root: str | Path) -> TreeScan:
             or DETAIL_LOG in links
             or SUMMARY_LOG in links
         ):
-            scan.run_dirs.append(here)
+            if in_compliance_test(here.relative_to(root).parts):
+                scan.compliance_dirs.append(here)
+            else:
+                scan.run_dirs.append(here)
         for name in links:
             p = here / name
             if os.path.isdir(p):

@@ -57,6 +57,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", default="PerformanceOnly", choices=MODES)
     p.add_argument("--out", required=True, help="the VM's results folder")
     p.add_argument("--run", type=int, default=1, help="run number (run_<N>)")
+    p.add_argument(
+        "--compliance",
+        choices=("TEST01", "TEST04"),
+        help="an MLPerf compliance test: its audit.config is written beside the logs and read "
+        "by LoadGen; the logs go to <benchmark>/<scenario>/TEST0x/ and are verified against "
+        "performance/run_1 (and, TEST01, accuracy/run_1): verify_*.txt, exit 1 on TEST FAIL",
+    )
     g = p.add_argument_group("model and data (nothing is downloaded)")
     g.add_argument("--model", help="onnxruntime: an .onnx file, or tiny-conv / tiny-mlp")
     g.add_argument("--weights", help="torch: ResNet50 state_dict, BERT state_dict or HF folder")
@@ -370,6 +377,20 @@ def result_line(meta: dict, scenario: str, mode: str) -> str:
     return line
 
 
+def write_verification(scenario_dir: Path, test: str) -> bool:
+    """Verify ``scenario_dir/<test>`` (:func:`miglab.core.compliance.verify`) and write its
+    ``verify_*.txt``; whether every check says TEST PASS."""
+    from miglab.core import compliance as compliance_lib
+    from miglab.formats.manifest import atomic_write_text
+
+    verdicts = compliance_lib.verify(scenario_dir, test)
+    for name, v in verdicts.items():
+        atomic_write_text(compliance_lib.compliance_dir(scenario_dir, test) / name, v.text)
+        last = next((line for line in reversed(v.lines) if line), "")
+        print(f"{test} {name}: {last}", flush=True)
+    return all(v.passed for v in verdicts.values())
+
+
 def run_round(a: argparse.Namespace, pool: SutPool, stop: Path | None = None) -> int:
     """One run (parsed options ``a``) with a backend from ``pool``; its exit status (see the
     module's docstring). ``stop`` (a session's round): a file whose appearance ends the wait for
@@ -386,6 +407,7 @@ def run_round(a: argparse.Namespace, pool: SutPool, stop: Path | None = None) ->
         settings = settings_from_args(a)
         backend = pool.get(a.backend, settings)
         backend.barrier = None
+        backend.compliance = a.compliance
         backend.clock = measure_clock(a)
         start_at = a.start_at
         if barrier is not None:
@@ -411,6 +433,8 @@ def run_round(a: argparse.Namespace, pool: SutPool, stop: Path | None = None) ->
     if not res.get("valid"):
         reasons = res.get("reasons") or ["LoadGen did not say VALID"]
         print(f"not valid: {'; '.join(str(r) for r in reasons)}", file=sys.stderr)
+        rc = EXIT_FAIL
+    if a.compliance and not write_verification(run_dir.parent.parent.parent, a.compliance):
         rc = EXIT_FAIL
     try:
         if a.pack:

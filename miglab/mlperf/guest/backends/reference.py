@@ -311,6 +311,8 @@ class ReferenceBackend(Backend):
         self._tmp: str | None = None
         self.barrier: dict | None = None
         self.device: dict | None = None  # what the SUT runs on (miglab_run.json's device)
+        # a compliance test (TEST01, TEST04; miglab.core.compliance) for the next run, or None
+        self.compliance: str | None = None
 
     # --- prepare -------------------------------------------------------------------------------
     def prepare(self, settings: ReferenceSettings) -> None:
@@ -471,11 +473,27 @@ class ReferenceBackend(Backend):
         if mode == "AccuracyOnly" and s.mode != "AccuracyOnly":
             self._check_accuracy_inputs(ReferenceSettings(**{**asdict(s), "mode": mode}))
         run_dir = run_dir_for(out_dir, info.name, scenario, mode, run_index)
+        test = self.compliance
+        audit = run_dir / "no-audit.config"
+        if test:  # <benchmark>/<scenario>/TEST0x/performance/run_1 (the submission checker's)
+            from miglab.core import compliance as compliance_lib
+
+            if mode != "PerformanceOnly":
+                raise BackendError(f"{test} is a PerformanceOnly run (audit.config sets mode 2)")
+            try:
+                audit_text = compliance_lib.audit_config(test, info.name)
+            except ValueError as exc:
+                raise BackendError(str(exc)) from None
+            run_dir = compliance_lib.compliance_dir(run_dir.parent.parent, test) / "performance"
+            run_dir = run_dir / "run_1"
+            audit = run_dir / compliance_lib.AUDIT_CONFIG
         if (run_dir / DETAIL_LOG).exists() and not s.overwrite:
             raise BackendError(f"{run_dir} already holds a run (use --overwrite)")
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / MANIFEST).unlink(missing_ok=True)  # first: an unfinished run has none
         (run_dir / RUN_META).unlink(missing_ok=True)
+        if test:  # LoadGen reads it at the start of the test (loadgen.cc: conf_type 2)
+            atomic_write_text(audit, audit_text)
         ts, eff = load_test_settings(s, scenario, mode)
         auto = None
         raw = self.raw.get("samples_per_second")
@@ -512,7 +530,7 @@ class ReferenceBackend(Backend):
         response = lg.QuerySampleResponse
         complete_fn = lg.QuerySamplesComplete
 
-        if mode == "AccuracyOnly":
+        if mode == "AccuracyOnly" or test == "TEST01":  # TEST01 logs sampled results
 
             def complete(ids, out):
                 out = np.ascontiguousarray(out)
@@ -535,9 +553,7 @@ class ReferenceBackend(Backend):
         runner.start(scenario, complete)
         started = now_iso()
         t0 = time.perf_counter()
-        lg.StartTestWithLogSettings(
-            sut, qsl, ts, log, audit_config_filename=str(run_dir / "no-audit.config")
-        )
+        lg.StartTestWithLogSettings(sut, qsl, ts, log, audit_config_filename=str(audit))
         wall = time.perf_counter() - t0
         finished = now_iso()
         runner.stop()
@@ -549,12 +565,19 @@ class ReferenceBackend(Backend):
             if p.exists() and p.stat().st_size == 0:
                 p.unlink()
         accuracy = self._score_accuracy(run_dir) if mode == "AccuracyOnly" else None
+        if test == "TEST01":  # TEST01/accuracy/mlperf_log_accuracy.json
+            (run_dir.parent.parent / "accuracy").mkdir(exist_ok=True)
+            (run_dir / "mlperf_log_accuracy.json").replace(
+                run_dir.parent.parent / "accuracy" / "mlperf_log_accuracy.json"
+            )
         if mode == "PerformanceOnly":
             acc = run_dir / "mlperf_log_accuracy.json"
             if acc.exists() and acc.stat().st_size <= 4:
                 acc.unlink()
         meta = self._metadata(info, scenario, mode, run_index, eff, auto, started, finished)
         meta["batching"] = runner.stats()
+        if test:
+            meta["compliance"] = test
         if accuracy is not None:
             meta["accuracy"] = accuracy
         result = _loadgen_result(run_dir, info.name, meta)
