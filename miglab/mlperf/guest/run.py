@@ -127,6 +127,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="Offline without a target QPS: this many times the raw throughput",
     )
     g.add_argument("--seed", type=int, default=0)
+    g = p.add_argument_group(
+        "search runs (short LoadGen runs, not results; miglab.mlperf.guest.qps_search)"
+    )
+    g.add_argument(
+        "--qps-search",
+        action="store_true",
+        help="instead of a run: Server, search the highest VALID target QPS (bisection over "
+        "short runs); Offline, calibrate the expected QPS; write <out>/<benchmark>/<scenario>/"
+        "qps_search.json, which this VM's later runs use when no target QPS is set",
+    )
+    g.add_argument("--search-min-duration-ms", type=int, default=10_000)
+    g.add_argument("--search-min-query-count", type=int, default=1_000)
+    g.add_argument("--search-tolerance", type=float, default=0.02, help="relative (0.02: 2 %%)")
+    g.add_argument("--search-max-trials", type=int, default=12)
+    g.add_argument("--search-start-qps", type=float, help="default: the raw throughput")
     g = p.add_argument_group("the lab")
     g.add_argument(
         "--start-at",
@@ -391,6 +406,25 @@ def write_verification(scenario_dir: Path, test: str) -> bool:
     return all(v.passed for v in verdicts.values())
 
 
+def search_round(backend, a: argparse.Namespace) -> str:
+    """A search round (``--qps-search``): the target QPS found and the JSON file written."""
+    from miglab.mlperf.guest import qps_search
+
+    if a.mode != "PerformanceOnly":
+        raise BackendError("--qps-search runs PerformanceOnly search runs")
+    opts = qps_search.SearchOptions(
+        min_duration_ms=a.search_min_duration_ms,
+        min_query_count=a.search_min_query_count,
+        tolerance=a.search_tolerance,
+        max_trials=a.search_max_trials,
+        start_qps=a.search_start_qps,
+    )
+    search = qps_search.search_server if a.scenario == "Server" else qps_search.calibrate_offline
+    path = search(backend, a.benchmark, a.out, opts)
+    qps = json.loads(path.read_text(encoding="utf-8")).get("target_qps")
+    return f"target {qps:.1f} QPS -> {path}"
+
+
 def run_round(a: argparse.Namespace, pool: SutPool, stop: Path | None = None) -> int:
     """One run (parsed options ``a``) with a backend from ``pool``; its exit status (see the
     module's docstring). ``stop`` (a session's round): a file whose appearance ends the wait for
@@ -414,7 +448,10 @@ def run_round(a: argparse.Namespace, pool: SutPool, stop: Path | None = None) ->
             start_at = await_go(barrier, a.barrier_timeout, stop)
         if start_at is not None:
             backend.barrier = wait_for(start_at)
-        run_dir = backend.run(a.benchmark, a.scenario, a.mode, a.out, a.run)
+        if getattr(a, "qps_search", False):
+            found = search_round(backend, a)
+        else:
+            run_dir = backend.run(a.benchmark, a.scenario, a.mode, a.out, a.run)
     except BackendError as exc:
         print(f"error: {exc}", file=sys.stderr)
         if barrier is not None:
@@ -426,6 +463,11 @@ def run_round(a: argparse.Namespace, pool: SutPool, stop: Path | None = None) ->
         if barrier is not None and barrier.is_dir():
             barrier_lib.write_state(barrier, f"failed: {type(exc).__name__}: {exc}")
         raise
+    if getattr(a, "qps_search", False):
+        print(f"QPS search {a.benchmark} {a.scenario}: {found}", flush=True)
+        if barrier is not None:
+            barrier_lib.write_state(barrier, f"done {EXIT_OK}")
+        return EXIT_OK
     meta = json.loads((run_dir / "miglab_run.json").read_text(encoding="utf-8"))
     res = meta.get("loadgen") or {}
     print(f"{result_line(meta, a.scenario, a.mode)} -> {run_dir}", flush=True)

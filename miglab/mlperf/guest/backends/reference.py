@@ -22,7 +22,10 @@ and a session runs many rounds in one process: :func:`conf_file_values` has Load
 once, in a process of its own, and every run's ``TestSettings`` gets its values.
 
 Where neither file nor command line sets a target QPS (it is still mlperf.conf's
-1.0), the SUT's raw throughput measured in :meth:`ReferenceBackend.prepare` is used: 1.1x of
+1.0), the one this VM's search runs stored for its profile is used (``qps_search.json``,
+:mod:`miglab.mlperf.guest.qps_search`: Server's highest VALID target, Offline's calibrated
+expected QPS); without one, the SUT's raw throughput measured in
+:meth:`ReferenceBackend.prepare` is used: 1.1x of
 it for Offline (``auto_target_factor``; LoadGen adds another 10 %, so a run lasts about 1.2x the
 minimum duration and stays VALID if the SUT runs up to 20 % faster under LoadGen than measured),
 half of it for Server (a guess: set it in user.conf for real runs).
@@ -497,7 +500,18 @@ class ReferenceBackend(Backend):
         ts, eff = load_test_settings(s, scenario, mode)
         auto = None
         raw = self.raw.get("samples_per_second")
+        stored = None
         if s.target_qps is None and eff["target_qps"] <= DEFAULT_QPS:
+            from miglab.mlperf.guest.qps_search import stored_target
+
+            stored = stored_target(out_dir, info.name, scenario, (s.meta or {}).get("profile"))
+        if stored is not None:  # this VM's searched / calibrated target (qps_search.json)
+            auto = stored[0]
+            field_name = "offline_expected_qps" if scenario == "Offline" else "server_target_qps"
+            setattr(ts, field_name, auto)
+            eff["target_qps"], eff["target_qps_from"] = auto, stored[1]
+            progress(f"target QPS not set: using {auto:.1f}, searched ({stored[1]})")
+        elif s.target_qps is None and eff["target_qps"] <= DEFAULT_QPS:
             if not raw:
                 raise BackendError(
                     "no target QPS: set it in user.conf or with --target-qps (or let the "
