@@ -254,6 +254,8 @@ def measurement_problems(
         out.append("simulated lab: no real accelerator was measured")
     if weights == "random":
         out.append("random weights: no accuracy run can back the figure")
+    elif weights == "none":
+        out.append("no model weights (a service-rate model): nothing was inferred")
     if inputs == "synthetic":
         out.append("synthetic inputs: not the benchmark's dataset")
     if device_kind == "cpu":

@@ -57,7 +57,7 @@ CLOCK_NUMBERS = ("offset_s", "uncertainty_s", "to_reference_s", "controller_to_r
 CLOCK_MEASURED = ("offset_s", "uncertainty_s", "reference", "samples", "measured_at")
 CLOCK_KEYS = ("method", "error", *CLOCK_MEASURED, "to_reference_s", "controller_to_reference_s")
 CLOCK_MAX_OFFSET_S = 1e6  # 11.6 days: a guest further off is no clock miglab compares
-WEIGHTS = ("real", "random")
+WEIGHTS = ("real", "random", "none")  # none: a model without weights (the slice model)
 INPUTS = ("real", "synthetic")
 # ``device``: what the run measured, as the guest saw it (miglab.mlperf.guest.device): a CUDA
 # device from nvidia-smi ({kind: cuda, name, vgpu_type, uuid, driver, cuda}) or the CPU ({kind:

@@ -391,7 +391,7 @@ def test_run_meta_bad_values(tmp_path):
         read_run_meta(tmp_path)
     assert [(p.field, p.reason) for p in exc.value.problems] == [
         ("simulated", "must be a bool, got str"),
-        ("weights", "must be one of real, random, got 'pretrained'"),
+        ("weights", "must be one of real, random, none, got 'pretrained'"),
         ("started_at", "must be an ISO 8601 time with a time zone, got '10:00'"),
     ]
 

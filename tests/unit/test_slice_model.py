@@ -3,6 +3,10 @@ profile's compute slices, SIMULATED) instead of racing the other VMs for the hos
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -46,3 +50,24 @@ def test_batches_queue_like_one_device_stream():
 def test_refuses_what_it_cannot_model(benchmark, slices):
     with pytest.raises(ValueError):
         SliceModelEngine(benchmark, slices)
+
+
+def test_a_run_of_the_slice_model_is_valid_and_says_what_it_was(tmp_path):
+    """The command the simulated lab's guests run: a 2g slice, Offline; the expected QPS is the
+    model's rate (no raw measurement), the run is labelled SIMULATED, no weights, the CPU."""
+    pytest.importorskip("mlperf_loadgen")
+    res = subprocess.run(
+        [sys.executable, "-m", "miglab.mlperf.run", "--backend", "reference",
+         "--sut", "slice-model", "--benchmark", "bert-99", "--scenario", "Offline",
+         "--profile", "2g.20gb", "--out", str(tmp_path / "vm1"), "--run", "1",
+         "--simulated-lab", "--min-duration-ms", "300", "--min-query-count", "1"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    meta_path = next(tmp_path.glob("vm1/bert-99/Offline/performance/run_1/miglab_run.json"))
+    meta = json.loads(meta_path.read_text())
+    assert meta["loadgen"]["valid"] is True
+    assert meta["weights"] == "none" and meta["sut"] == "slice-model"
+    assert meta["device"]["kind"] == "cpu"
+    assert "SIMULATED MIG slice (2 of 7 compute slices)" in meta["device"]["name"]
+    assert meta["raw_throughput"] == pytest.approx(1700.0 * 2 / 7)

@@ -51,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
         "the miglab collector.",
     )
     p.add_argument("--backend", default="reference", choices=BACKENDS)
-    p.add_argument("--sut", required=True, choices=("torch", "onnxruntime"))
+    p.add_argument("--sut", required=True, choices=("torch", "onnxruntime", "slice-model"))
     p.add_argument("--benchmark", required=True, help="resnet50, bert-99 (bert), bert-99.9")
     p.add_argument("--scenario", default="Offline", choices=SCENARIOS)
     p.add_argument("--mode", default="PerformanceOnly", choices=MODES)

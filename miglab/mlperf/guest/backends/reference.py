@@ -77,7 +77,8 @@ __all__ = [
     "now_iso",
 ]
 
-SUTS = ("torch", "onnxruntime")
+# slice-model: the simulated lab's MIG slice, a service-rate model (sut/slice_model.py)
+SUTS = ("torch", "onnxruntime", "slice-model")
 DEFAULT_QPS = 1.0  # mlperf.conf's placeholder target_qps
 # The first mlcommons-loadgen on PyPI whose TestSettings.FromConfig takes ``conf_type`` (0: the
 # built-in mlperf.conf, 1: a user.conf; mlcommons/inference PR #1994), the call below: 4.0 takes
@@ -89,12 +90,13 @@ SERVER_AUTO_FRACTION = 0.5
 
 # The device a SUT runs on when none is given: the torch SUT the GPU, the onnxruntime SUT the CPU
 # (the mlperf role always gives one: mlperf_device, cuda by default).
-DEFAULT_DEVICE = {"torch": "cuda", "onnxruntime": "cpu"}
+DEFAULT_DEVICE = {"torch": "cuda", "onnxruntime": "cpu", "slice-model": "cpu"}
 # Per SUT and benchmark: Offline batch, Server max batch, Server batching timeout (ms).
 DEFAULTS = {
     ("torch", "resnet50"): (512, 128, 2.0),
     ("torch", "bert"): (256, 64, 10.0),
     ("onnxruntime", "*"): (32, 8, 1.0),
+    ("slice-model", "*"): (256, 32, 1.0),
 }
 
 
@@ -364,6 +366,8 @@ class ReferenceBackend(Backend):
         try:
             if s.sut == "torch":
                 self.engine = self._torch_engine(s, info, eff, batch, server_batch)
+            elif s.sut == "slice-model":
+                self.engine = self._slice_model_engine(s, info, eff, batch)
             else:
                 self.engine = self._ort_engine(s, eff, batch)
         except BackendError:
@@ -382,7 +386,11 @@ class ReferenceBackend(Backend):
             server_timeout_s=timeout_ms / 1000.0,
             max_inflight=s.max_inflight,
         )
-        if s.raw_seconds > 0:
+        nominal = getattr(self.engine, "nominal_samples_per_second", None)
+        if nominal:  # a model's rate is what it serves: no measurement to make
+            self.raw = {"samples_per_second": nominal, "model": True}
+            self.device["name"] = f"{self.engine.device} on {self.device['name']}"
+        elif s.raw_seconds > 0:
             progress(f"measuring the raw throughput ({s.raw_seconds:g} s, batch {batch})")
             try:
                 self.raw = self.runner.measure_raw(s.raw_seconds, s.warmup_seconds)
@@ -433,6 +441,17 @@ class ReferenceBackend(Backend):
             device=s.device or DEFAULT_DEVICE["torch"],
             seed=s.seed,
             progress=progress,
+        )
+
+    def _slice_model_engine(self, s, info, eff, batch):
+        from miglab.mlperf.guest.sut.slice_model import SliceModelEngine, compute_slices
+
+        profile = (s.meta or {}).get("profile")
+        return SliceModelEngine(
+            info.name,
+            compute_slices(profile),
+            sample_count=int(eff["performance_sample_count"]),
+            max_batch=batch,
         )
 
     def _ort_engine(self, s, eff, batch):
