@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from miglab.core.clock import DEFAULT_BOUND_S
+from miglab.core.runs import MIN_OVERLAP
 from miglab.errors import EXIT_FAIL, EXIT_OK, Problem, ValidationError
 
 
@@ -225,9 +226,10 @@ def _aggregate_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--min-overlap",
         type=float,
-        default=0.0,
+        default=MIN_OVERLAP,
         metavar="F",
-        help="least fraction (0-1) of a run's span that all VMs must run at once (default: >0)",
+        help="least fraction (0-1) of a run's span that all VMs must run at once to count as "
+        f"concurrent (default {MIN_OVERLAP:g})",
     )
     p.add_argument(
         "--clock-bound",

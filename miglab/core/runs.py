@@ -54,7 +54,7 @@ from miglab.formats.loadgen import (
 from miglab.formats.manifest import link_reason
 from miglab.formats.run_meta import RunMeta, read_run_meta
 
-__all__ = ["RunRecord", "json_dumps", "parse_paths", "parse_run", "parse_run_safely"]
+__all__ = ["MIN_OVERLAP", "RunRecord", "json_dumps", "parse_paths", "parse_run", "parse_run_safely"]
 
 # The checks LoadGen ANDs into its VALID (loadgen results.cc): a log that says VALID beside one
 # of these false contradicts itself. Not every release logs all four.
@@ -64,6 +64,13 @@ LOADGEN_FLAGS = (
     "result_min_queries_met",
     "early_stopping_met",
 )
+
+# The least fraction of a round's span (first start to last end) that all its VMs must run at once
+# for the round to count as concurrent (issue 17): below it the VMs measured more of the GPU than
+# they share in a real run, so their sum would overstate the scenario; "not concurrent", never
+# summed.
+MIN_OVERLAP = 0.9
+
 # A metric value must be above 0 and at most this (samples/s, streams or ns): no system does
 # 10^15 samples a second, no run takes 10^15 ns (11.6 days) per query; sums over VMs and
 # statistics over runs of such values stay far inside a double.

@@ -102,6 +102,15 @@ def test_run_builds_the_lab_and_writes_the_report(first_run, results):
     assert "SIMULATED" in text
     data = json.loads((results / "sim-small" / "report" / "results.json").read_text())
     assert "s1" in json.dumps(data) and "s6" in json.dumps(data)
+    # The known answer of the slice model (issue 17, SIMULATED): s6's 4g + 2g + 1g are 7 of 7
+    # compute slices, so its total is s1's (7g) within 15 %; every counted run overlapped >= 90 %
+    # of its span (multi-VM rounds), and none was dropped as not concurrent.
+    groups = {g["scenario"]: g for g in data["groups"] if g["benchmark"] == "resnet50"}
+    assert groups["s1"]["count"] == groups["s6"]["count"] == 1, groups
+    assert groups["s6"]["mean"] == pytest.approx(groups["s1"]["mean"], rel=0.15), groups
+    for g in groups.values():
+        for run in g["runs"]:
+            assert run["included"] and run["overlap_fraction"] >= 0.9, run
     assert list((results / "sim-small" / "report").glob("*.png"))
     # Every VM of a scenario ran, VALID, and the logs say simulated.
     runs = sorted(results.glob("sim-small/*/*/resnet50/Offline/performance/run_1/miglab_run.json"))

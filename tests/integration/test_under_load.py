@@ -155,7 +155,9 @@ def test_start_barrier_releases_every_run_together_under_load(tmp_path):
     for p, (out, err) in zip(procs, outs, strict=True):
         assert p.returncode == 0, out + err
         assert out.startswith("VALID resnet50 Server"), out
-    agg = aggregate_results(root, baseline="s9")
+    # started together under a CPU hog: they overlap (how much is the machine's business, so no
+    # minimum here; the 90 % default is tested on fixed logs)
+    agg = aggregate_results(root, baseline="s9", min_overlap=0.0)
     assert not agg.problems, agg.problems
     (run,) = agg.group("s9", "resnet50", "Server").runs
     assert run.included and run.overlap_fraction > 0, run.reasons

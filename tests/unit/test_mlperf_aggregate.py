@@ -152,8 +152,8 @@ def test_windows_that_do_not_overlap_exclude_the_run(seed_tree):
     run2 = g.runs[1]
     assert run2.overlap_fraction == 0.0
     assert run2.reasons == [
-        "run windows do not overlap (power timestamps): vm1 ended 2021-08-07T15:07:13.055000 "
-        "before vm2 started 2021-08-07T15:54:41.562000"
+        "not concurrent: run windows do not overlap (power timestamps): vm1 ended "
+        "2021-08-07T15:07:13.055000 before vm2 started 2021-08-07T15:54:41.562000"
     ]
     assert g.count == 2 and g.mean == (144541 + 145082) / 2 and g.status == "partial"
     assert g.excluded_reasons == ["run_2: " + run2.reasons[0]]
@@ -165,12 +165,18 @@ def test_partial_overlap_fraction_and_min_overlap(seed_tree):
     edit_run(seed_tree, "s6", "vm3", 1, values=shifted_power(f.read_text(), 300))
     span = 751.493  # power_end - power_begin of the real run
     frac = (span - 300) / (span + 300)
-    g = aggregate_results(seed_tree).group("s6", "resnet50", "Offline")
+    g = aggregate_results(seed_tree, min_overlap=0.0).group("s6", "resnet50", "Offline")
     assert g.runs[0].included and g.runs[0].overlap_fraction == pytest.approx(frac)
     g = aggregate_results(seed_tree, min_overlap=0.5).group("s6", "resnet50", "Offline")
     assert not g.runs[0].included
     assert g.runs[0].reasons == [
-        "run windows overlap 42.9% (power timestamps), below the required 50%"
+        "not concurrent: run windows overlap 42.9% (power timestamps), below the required 50%"
+    ]
+    # the default (issue 17): 90 % of the round's span, else "not concurrent", never summed
+    g = aggregate_results(seed_tree).group("s6", "resnet50", "Offline")
+    assert not g.runs[0].included and g.runs[0].total is None
+    assert g.runs[0].reasons == [
+        "not concurrent: run windows overlap 42.9% (power timestamps), below the required 90%"
     ]
 
 
@@ -502,13 +508,14 @@ def test_windows_that_overlap_only_after_the_clock_correction_are_summed(pair):
     edit_run(pair, "s2", "vm2", 1, values=shifted_power(f.read_text(), SPAN + 0.2))
     _clock(pair, "s2", "vm1", 1, 0.0)
     _clock(pair, "s2", "vm2", 1, 0.300)
-    (run,) = aggregate_results(pair).group("s2", "resnet50", "Offline").runs
+    # (a sliver of overlap: with no minimum, to show the correction alone decides)
+    (run,) = aggregate_results(pair, min_overlap=0.0).group("s2", "resnet50", "Offline").runs
     assert run.included, run.reasons
     assert run.window_corrected
     assert run.overlap_fraction == pytest.approx(0.1 / (2 * SPAN - 0.1), rel=1e-3)
     assert run.clock.flagged  # 300 ms apart: beyond the 50 ms bound, said (not excluded)
     assert check_round(
-        {vm: run_dir(pair, "s2", vm, 1) for vm in ("vm1", "vm2")}
+        {vm: run_dir(pair, "s2", vm, 1) for vm in ("vm1", "vm2")}, min_overlap=0.0
     ).complete  # resume and redo follow the report
     # the same tree without the measurements: the raw windows, excluded as before
     for vm in ("vm1", "vm2"):

@@ -172,7 +172,9 @@ def test_layout_metadata_and_collector(lab_results):
 
 def test_concurrent_vms_are_aggregated(lab_results):
     root, _ = lab_results
-    agg = aggregate_results(root, baseline="s1")
+    # with no minimum overlap: how much two processes on this machine overlap is its speed's
+    # business (the 90 % default is tested on fixed logs, test_mlperf_aggregate.py)
+    agg = aggregate_results(root, baseline="s1", min_overlap=0.0)
     assert not agg.problems
     g = agg.group("s2", "resnet50", "Offline")
     assert g is not None and g.vms == ["vm1", "vm2"]

@@ -74,7 +74,12 @@ from miglab.core.clock import (
     to_controller_time,
 )
 from miglab.core.mlperf_rules import combined_problems
-from miglab.core.runs import RunRecord, json_dumps, parse_run_safely
+from miglab.core.runs import (
+    MIN_OVERLAP,  # noqa: F401 - re-exported
+    RunRecord,
+    json_dumps,
+    parse_run_safely,
+)
 from miglab.errors import Problem, ValidationError
 from miglab.formats.files import MiB, UnreadableFile, read_input_text
 from miglab.formats.loadgen import has_run_log, scan_tree
@@ -733,7 +738,7 @@ def aggregate_results(
     plan=None,
     runs: int | None = None,
     campaign: str | None = None,
-    min_overlap: float = 0.0,
+    min_overlap: float = MIN_OVERLAP,
     require_timestamps: bool = True,
     clock_bound: float = DEFAULT_BOUND_S,
 ) -> Aggregate:
@@ -1049,12 +1054,12 @@ def _run_total(
                     reasons_note = f"concurrency not checked: {why}"
                     sub_reasons.append(reasons_note)
             elif overlap <= 0.0:
-                reasons.append(why)
+                reasons.append(f"not concurrent: {why}")
             elif overlap < min_overlap:
                 corrected = ", in the controller's time" if any(offsets.values()) else ""
                 reasons.append(
-                    f"run windows overlap {overlap:.1%} ({source} timestamps{corrected}), "
-                    f"below the required {min_overlap:.0%}"
+                    f"not concurrent: run windows overlap {overlap:.1%} ({source} "
+                    f"timestamps{corrected}), below the required {min_overlap:.0%}"
                 )
     elif not vms:
         reasons.append("no VMs")
@@ -1105,7 +1110,10 @@ class RoundCheck:
 
 
 def check_round(
-    vm_run_dirs: dict[str, str | Path], *, min_overlap: float = 0.0, require_timestamps: bool = True
+    vm_run_dirs: dict[str, str | Path],
+    *,
+    min_overlap: float = MIN_OVERLAP,
+    require_timestamps: bool = True,
 ) -> RoundCheck:
     """The report's rule for one round (:func:`aggregate_results`' per-run checks), applied to
     ``vm_run_dirs`` (VM -> its ``.../performance/run_<n>`` folder), so that resuming a campaign

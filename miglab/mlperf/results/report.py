@@ -498,7 +498,12 @@ def write_report(
         f"Results: `{aggregate.root}`. Baseline scenario: "
         f"{aggregate.baseline or 'none given (no improvements computed)'}. A run counts only when "
         "every VM's LoadGen run is VALID without errors and the VMs' run windows overlap"
-        + (f" by at least {aggregate.min_overlap:.0%}" if aggregate.min_overlap else "")
+        + (
+            f" by at least {aggregate.min_overlap:.0%} of the round's span (else the round is "
+            "*not concurrent* and not summed)"
+            if aggregate.min_overlap
+            else ""
+        )
         + "; totals are sums over the VMs, statistics are over the counted runs. "
         + CLOCK_TEXT.format(bound=aggregate.clock_bound * 1000),
         "",
