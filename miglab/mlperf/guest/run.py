@@ -203,6 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def settings_from_args(a):
     from miglab.mlperf.guest.backends.reference import ReferenceSettings
+    from miglab.mlperf.guest.runtime import runtime_record
 
     sizes = None
     if a.batch_sizes:
@@ -256,6 +257,7 @@ def settings_from_args(a):
             "notes": a.notes,
             # None keeps the backend's own verdict (False for a real run).
             "simulated": True if a.simulated_lab else None,
+            "runtime": runtime_record(),  # container (image, id) or venv: the mlperf role's
         },
     )
 

@@ -130,6 +130,8 @@ def _banners(agg: Aggregate) -> list[str]:
         )
     for label, groups in agg.measured().items():
         lines.append(f"MEASURED: {label} ({_scope(groups, agg.groups)}).")
+    for label, groups in _runtimes(agg.groups).items():
+        lines.append(f"RUNTIME: {label} ({_scope(groups, agg.groups)}).")
     unknown = [g for g in agg.groups if g.simulated is None]
     if unknown and not sim:
         lines.append(
@@ -137,6 +139,36 @@ def _banners(agg: Aggregate) -> list[str]:
             "simulated, and with which device, weights and inputs, is not recorded."
         )
     return lines
+
+
+def runtime_label(runtime) -> str | None:
+    """A run's ``runtime`` (miglab_run.json, the mlperf role's) in words: ``container IMAGE
+    (sha256:0123456789ab)`` or ``virtualenv (CPython 3.11.2)``; None when not recorded."""
+    if not isinstance(runtime, dict) or not runtime.get("kind"):
+        return None
+    if runtime.get("container"):
+        image_id = str(runtime.get("image_id") or "")
+        short = f" ({image_id[:19]})" if image_id else ""
+        return f"container {runtime.get('image') or 'image not recorded'}{short}"
+    python = str(runtime.get("python") or "").split(" (")[0]
+    kind = "virtualenv" if runtime["kind"] == "venv" else str(runtime["kind"])
+    return f"{kind} ({python})" if python else kind
+
+
+def _runtimes(groups: list[Group]) -> dict[str, list[Group]]:
+    """Each distinct runtime the groups' runs recorded -> the groups with such a run."""
+    out: dict[str, list[Group]] = {}
+    for g in groups:
+        labels = {
+            label
+            for runs in g.vm_runs.values()
+            for vr in runs.values()
+            if vr.record is not None
+            and (label := runtime_label(vr.record.meta.extra.get("runtime")))
+        }
+        for label in sorted(labels):
+            out.setdefault(label, []).append(g)
+    return out
 
 
 def _scope(groups: list[Group], every: list[Group]) -> str:
