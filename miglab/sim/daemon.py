@@ -244,6 +244,18 @@ GUEST_RUN_OPTIONS = (
     "--ulimit",
     "nproc=4096:4096",
 )
+# The lab's image archives (the MLPerf runtime image's, miglab/sim/lab.py), read-only in every
+# guest like an attached disk: the guests' Docker starts empty (/var/lib/docker is a tmpfs) and
+# the mlperf role loads the image from there (mlperf_image_archive). The controller's folder: the
+# environment's MIGLAB_SIM_GUEST_IMAGES (set by miglab sim up).
+GUEST_IMAGES_DIR = "/var/lib/miglab-sim/images"
+
+
+def guest_run_options() -> tuple[str, ...]:
+    """GUEST_RUN_OPTIONS, and the lab's image archives mounted read-only when there are some."""
+    images = os.environ.get("MIGLAB_SIM_GUEST_IMAGES", "")
+    mount = (f"--volume={images}:{GUEST_IMAGES_DIR}:ro",) if images else ()
+    return GUEST_RUN_OPTIONS + mount
 
 
 class GuestKeeper:
@@ -360,7 +372,7 @@ class GuestKeeper:
             name,
             "--label",
             self.LABEL,
-            *GUEST_RUN_OPTIONS,
+            *guest_run_options(),
             self.image,
             "/sbin/init",
         )

@@ -69,6 +69,26 @@ RECIPE_LABEL = "miglab.recipe"  # the images' label: what they were built from (
 HOST_DRIVER = ("535.216.01", "7.0.2")
 ESXI_RELEASE = "7.0.3"
 RUNTIME_PACKAGES = ("mlcommons-loadgen", "numpy", "onnxruntime", "onnx")
+# The MLPerf runtime image of the simulated VMs (the mlperf role's mlperf_runtime container): the
+# Debian 12 base + its python3 + what the slice-model SUT needs from the wheelhouse, no miglab (the
+# role mounts its wheel's code). Its `docker save` archive lies in IMAGES, mounted read-only into
+# every guest (miglab.sim.daemon.guest_run_options), where the role loads it.
+IMAGES = SIM_DIR / "images"
+RUNTIME_IMAGE = "localhost/miglab-sim-mlperf-runtime:latest"
+RUNTIME_ARCHIVE = "mlperf-runtime.tar"
+RUNTIME_IMAGE_PACKAGES = ("mlcommons-loadgen", "numpy")
+# As NGC's CUDA images say what they need (NVIDIA_REQUIRE_CUDA: the driver's CUDA, checked by the
+# toolkit's hook and, first, by the role): here the GRID stand-in's 535 branch, CUDA 12.2.
+RUNTIME_CONTAINERFILE = """\
+# miglab's simulated lab: the MLPerf runtime image (miglab/sim/lab.py build_runtime_image).
+ARG BASE
+FROM $BASE
+COPY site/ /usr/local/lib/python3.11/dist-packages/
+ENV NVIDIA_VISIBLE_DEVICES=all \\
+    NVIDIA_DRIVER_CAPABILITIES=compute,utility \\
+    NVIDIA_REQUIRE_CUDA="cuda>=12.2"
+CMD ["python3"]
+"""
 
 
 class SimError(RuntimeError):
@@ -144,7 +164,54 @@ def build_prerequisites() -> dict[str, str]:
             timeout=900,
         )
         (WHEELHOUSE / ".complete").touch()
+    build_runtime_image(env)
+    os.environ["MIGLAB_SIM_GUEST_IMAGES"] = str(IMAGES)  # the guests' read-only images folder
     return env
+
+
+def _runtime_recipe(env: dict[str, str], wheels: list[Path]) -> str:
+    """Hash of what the runtime image is made from: its Containerfile, the wheels and the base."""
+    h = hashlib.sha256(RUNTIME_CONTAINERFILE.encode())
+    for w in wheels:
+        h.update(w.name.encode() + b"\0")
+    base_id = _run(["podman", "image", "inspect", "--format", "{{.Id}}", env["MIGLAB_GUEST_IMAGE"]])
+    h.update(base_id.stdout.encode())
+    return h.hexdigest()[:16]
+
+
+def build_runtime_image(env: dict[str, str], *, force: bool = False) -> Path:
+    """The simulated VMs' MLPerf runtime image and its `docker save` archive in IMAGES (built again
+    only when its recipe changes); the archive's path."""
+    wheels = sorted(WHEELHOUSE.glob("*.whl"))
+    recipe = _runtime_recipe(env, wheels)
+    archive = IMAGES / RUNTIME_ARCHIVE
+    stamp = IMAGES / (RUNTIME_ARCHIVE + ".recipe")
+    current = _image_recipe(RUNTIME_IMAGE) == recipe
+    fresh = archive.is_file() and stamp.is_file() and stamp.read_text().strip() == recipe
+    if not force and current and fresh:
+        log(f"MLPerf runtime image {RUNTIME_IMAGE} is up to date")
+        return archive
+    started = time.monotonic()
+    IMAGES.mkdir(parents=True, exist_ok=True)
+    if force or not current:
+        log(f"MLPerf runtime image {RUNTIME_IMAGE}: base + {', '.join(RUNTIME_IMAGE_PACKAGES)}")
+        ctx = SIM_DIR / "runtime-context"
+        _run(["rm", "-rf", str(ctx)])
+        ctx.mkdir(parents=True)
+        (ctx / "Containerfile").write_text(RUNTIME_CONTAINERFILE)
+        _run([sys.executable, "-m", "pip", "install", "--quiet", "--no-index", "--find-links",
+              str(WHEELHOUSE), "--target", str(ctx / "site"), *RUNTIME_IMAGE_PACKAGES])  # fmt: skip
+        _run(["podman", "build", "-q", "--build-arg", f"BASE={env['MIGLAB_GUEST_IMAGE']}",
+              "--label", f"{RECIPE_LABEL}={recipe}", "-t", RUNTIME_IMAGE,
+              "-f", str(ctx / "Containerfile"), str(ctx)])  # fmt: skip
+    tmp = IMAGES / (RUNTIME_ARCHIVE + ".tmp")
+    tmp.unlink(missing_ok=True)
+    _run(["podman", "save", "--format", "docker-archive", "-o", str(tmp), RUNTIME_IMAGE])
+    tmp.replace(archive)  # a guest that mounted the folder sees the new file
+    stamp.write_text(recipe + "\n")
+    size, took = archive.stat().st_size / 1e6, time.monotonic() - started
+    log(f"MLPerf runtime image archive {archive} ({size:.0f} MB) in {took:.0f} s")
+    return archive
 
 
 def _collection() -> Path:
@@ -239,7 +306,7 @@ def build_golden(env: dict[str, str], inventory: Path, *, force: bool = False) -
             GOLDEN_BUILDER,
             "--label",
             f"{LABEL}=golden",
-            *_daemon_module().GUEST_RUN_OPTIONS,
+            *_daemon_module().guest_run_options(),
             GUEST_BASE_IMAGE,
             "/sbin/init",
         ]

@@ -126,7 +126,14 @@ def test_run_builds_the_lab_and_writes_the_report(first_run, results):
         # each guest measured its clock against the controller's responder, which it reached at
         # its default gateway (the podman bridge): the mlperf role's default, issue 16
         assert meta["clock"]["method"] == "responder" and "error" not in meta["clock"], meta
+        # the runtime ran in a container of the lab's image (issue 17: mlperf_runtime container),
+        # loaded from the archive miglab sim up mounts into every VM
+        runtime = meta["runtime"]
+        assert runtime["kind"] == "container" and runtime["container"] is True, runtime
+        assert runtime["image"] == "localhost/miglab-sim-mlperf-runtime:latest", runtime
+        assert runtime["image_id"].startswith("sha256:"), runtime
     assert "### Placement" in text and "| NO |" not in text
+    assert "RUNTIME: container localhost/miglab-sim-mlperf-runtime:latest (sha256:" in text
     # Progress as data on stderr (not a terminal: one line per play and per MLPerf round).
     assert "[validate]" in first_run.stderr and "MLPerf rounds 2/2" in first_run.stderr
 
@@ -237,12 +244,17 @@ def _start_run(again: Path, *extra: str) -> subprocess.Popen:
 
 def _live_barriers(vm: str) -> set[str]:
     """The MLPerf start barriers in a guest whose run is alive and ready (its SUT loaded); a
-    barrier left "ready" by a run killed earlier does not count. Empty while the guest is down."""
+    barrier left "ready" by a run killed earlier does not count. Empty while the guest is down.
+    The run's pid is its runtime container's (mlperf_runtime container): checked in there."""
+    check = (
+        "for d in /var/lib/miglab-mlperf/results/.barrier/*/; do "
+        '[ "$(cat "$d/state" 2>/dev/null)" = ready ] && kill -0 "$(cat "$d/pid")" '
+        '2>/dev/null && echo "$d"; done; true'
+    )
     res = subprocess.run(
         ["podman", "exec", vm, "sh", "-c",
-         "for d in /var/lib/miglab-mlperf/results/.barrier/*/; do "
-         "[ \"$(cat \"$d/state\" 2>/dev/null)\" = ready ] && kill -0 \"$(cat \"$d/pid\")\" "
-         "2>/dev/null && echo \"$d\"; done; true"],
+         "for c in $(docker ps -q --filter label=miglab.mlperf.session); do "
+         "docker exec \"$c\" sh -c \"$1\"; done; true", "sh", check],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     return set(res.stdout.split())
