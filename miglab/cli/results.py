@@ -214,6 +214,65 @@ def cmd_report(args) -> int:
     return EXIT_OK
 
 
+# --- results export -----------------------------------------------------------------------------
+def cmd_results_export(args) -> int:
+    """Plan the submission tree, refuse runs that cannot be submitted (unless
+    --allow-unsubmittable), write it, check it: one line per problem, exit 1 when there is one."""
+    from miglab.mlperf.results.submission import (
+        plan_export,
+        read_system_info,
+        run_summary,
+        write_export,
+    )
+
+    _escaping_stdout()
+    info = read_system_info(args.system_info) if args.system_info else None
+    plan = plan_export(
+        args.results_dir,
+        division=args.division,
+        submitter=args.submitter,
+        round_name=args.round,
+        status=args.status,
+        system_type=args.system_type,
+        campaign=args.campaign,
+        system_info=info,
+    )
+    refused = bool(plan.blocking) and not args.allow_unsubmittable
+    if not refused:
+        try:
+            write_export(plan, args.submission, results_dir=args.results_dir, force=args.force)
+        except OSError as exc:  # a full disk, no permission: it ran and failed
+            print(f"error: {args.submission}: cannot write: {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_FAIL
+    if args.json:
+        data = run_summary(plan)
+        data["written"] = not refused
+        _print_json(data)
+    else:
+        for f in plan.findings:
+            print(_line(str(f)))
+    n, systems = len(plan.picks), len(plan.systems)
+    if refused:
+        print(
+            f"refused: {len({f.path for f in plan.blocking})} run(s) cannot be submitted "
+            "(NOT SUBMITTABLE lines); nothing written. --allow-unsubmittable exports them "
+            "marked with their reasons",
+            file=sys.stderr,
+        )
+        return EXIT_FAIL
+    where = f"{args.submission} ({plan.round.name}, {plan.division}/{plan.submitter})"
+    if plan.findings:
+        what = "NOT SUBMITTABLE, " if plan.blocking else ""
+        print(
+            f"wrote {n} result(s) of {systems} system(s) to {where}: {what}"
+            f"{len(plan.findings)} problem(s); the tree would not pass MLCommons' checker",
+            file=sys.stderr,
+        )
+        return EXIT_FAIL
+    print(f"ok: wrote {n} result(s) of {systems} system(s) to {where}", file=sys.stderr)
+    return EXIT_OK
+
+
 def _aggregate_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--campaign",
@@ -284,6 +343,7 @@ def register(subparsers) -> None:
     p.add_argument("results_dir", metavar="DIR")
     p.add_argument("--json", action="store_true", help="print the findings as JSON")
     p.set_defaults(func=cmd_results_verify)
+    _register_export(rsub)
 
     p = subparsers.add_parser(
         "report",
@@ -297,3 +357,58 @@ def register(subparsers) -> None:
     )
     _aggregate_options(p)
     p.set_defaults(func=cmd_report)
+
+
+def _register_export(rsub) -> None:
+    from miglab.mlperf.results.submission import (
+        DEFAULT_ROUND,
+        DIVISIONS,
+        ROUNDS,
+        STATUSES,
+        SYSTEM_TYPES,
+    )
+
+    p = rsub.add_parser(
+        "export",
+        help="write an MLCommons submission tree (one system per VM) and check it",
+        description="Write RESULTS_DIR's runs as an MLPerf Inference submission tree: a system "
+        "per VM (systems/<vm>.json from miglab_run.json and the campaign), the median counted "
+        "run of each VM as performance/run_1, its accuracy run, its compliance tests (verified "
+        "again against the exported run), user.conf, mlperf.conf and README.md from the run's "
+        "log; then check the tree with the round's rules. Sums over VMs are lab metrics "
+        "(MIGLAB_EXPORT.md), never results. Runs that cannot be submitted (simulated, random "
+        "weights, synthetic inputs, CPU, a failed rule) are refused unless "
+        "--allow-unsubmittable. Exit 0: the tree passes; 1: problems (one line each) or "
+        "refused; 2: bad input.",
+    )
+    p.add_argument("results_dir", metavar="RESULTS_DIR")
+    p.add_argument("--submission", required=True, metavar="DIR", help="the tree to write")
+    p.add_argument("--division", choices=DIVISIONS, default="closed")
+    p.add_argument("--submitter", default="miglab", metavar="NAME", help="default: miglab")
+    p.add_argument(
+        "--round",
+        choices=sorted(ROUNDS),
+        default=DEFAULT_ROUND,
+        help=f"the checker version whose layout and rules apply (default {DEFAULT_ROUND})",
+    )
+    p.add_argument("--status", choices=STATUSES, default="available", help="systems' status")
+    p.add_argument("--system-type", choices=SYSTEM_TYPES, default="datacenter")
+    p.add_argument(
+        "--campaign",
+        metavar="FILE",
+        help="campaign YAML (GPU model, VM size, profiles) or `miglab plan --json` output",
+    )
+    p.add_argument(
+        "--system-info",
+        metavar="FILE",
+        help="JSON object of system-description fields for every system (host CPU, memory, "
+        "OS, ...), optionally with a 'measurements' object",
+    )
+    p.add_argument(
+        "--allow-unsubmittable",
+        action="store_true",
+        help="write runs that cannot be submitted too, marked NOT SUBMITTABLE (exit 1 still)",
+    )
+    p.add_argument("--force", action="store_true", help="replace a non-empty DIR")
+    p.add_argument("--json", action="store_true", help="print the export and its problems as JSON")
+    p.set_defaults(func=cmd_results_export)
