@@ -183,12 +183,14 @@ def _report_failed_run(campaign, folder: Path, failures: list[str]) -> None:
 
 
 def _rounds(campaign, lab) -> int:
-    """MLPerf rounds of the whole campaign: waves x (benchmarks x MLPerf scenarios x runs)."""
+    """MLPerf rounds of the whole campaign: waves x the mlperf role's matrix (benchmarks x MLPerf
+    scenarios x (runs + a search round + an accuracy round + the compliance tests that apply))."""
     from miglab.core.planning import plan_campaign
 
     waves = {s["wave"] for s in plan_campaign(campaign, lab).as_json()["scenarios"]}
     m = campaign.mlperf
-    return len(waves) * len(m.benchmarks) * len(m.scenarios) * m.runs
+    per_scenario = len(m.benchmarks) * (m.runs + bool(m.qps_search) + m.accuracy)
+    return len(waves) * len(m.scenarios) * (per_scenario + len(m.compliance_pairs()))
 
 
 def _forks(campaign, lab) -> int:

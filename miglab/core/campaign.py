@@ -53,6 +53,9 @@ MLPERF_MIN_DURATION_S = 600  # LoadGen's min_duration for datacenter performance
 MAX_SECONDS = 7 * 24 * 3600  # a sanity bound on durations: a week per run or setup is a typo
 NAME_PATTERN = r"[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?"
 SCENARIO_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}"
+# <campaign>/qps_search/<profile>/...: the searched target QPS per MIG profile (mlperf role)
+RESERVED_SCENARIO_IDS = ("qps_search",)
+QPS_SEARCH_KEYS = ("min_duration_ms", "min_query_count", "tolerance", "max_trials")
 
 
 @dataclass(frozen=True)
@@ -63,12 +66,48 @@ class VmSpec:
 
 
 @dataclass(frozen=True)
+class QpsSearchSpec:
+    """The target-QPS search's short runs (``mlperf.qps_search``; the guest's defaults)."""
+
+    min_duration_ms: int = 10_000
+    min_query_count: int = 1_000
+    tolerance: float = 0.02
+    max_trials: int = 12
+
+    def as_json(self) -> dict:
+        return {
+            "min_duration_ms": self.min_duration_ms,
+            "min_query_count": self.min_query_count,
+            "tolerance": self.tolerance,
+            "max_trials": self.max_trials,
+        }
+
+
+@dataclass(frozen=True)
 class MlperfSpec:
     benchmarks: tuple[str, ...]
     scenarios: tuple[str, ...]
     runs: int
     baseline: str
     min_duration_s: int = MLPERF_MIN_DURATION_S
+    # None: no search; else the short runs' settings (search once per MIG profile)
+    qps_search: QpsSearchSpec | None = None
+    accuracy: bool = False  # an AccuracyOnly round per VM, benchmark and scenario
+    compliance: tuple[str, ...] = ()  # TEST01, TEST04
+
+    def compliance_pairs(self) -> list[tuple[str, str]]:
+        """(test, benchmark) for every benchmark each compliance test applies to."""
+        from miglab.core.compliance import audit_config
+
+        out = []
+        for test in self.compliance:
+            for b in self.benchmarks:
+                try:
+                    audit_config(test, b)
+                except ValueError:
+                    continue
+                out.append((test, b))
+        return out
 
 
 @dataclass(frozen=True)
@@ -182,6 +221,13 @@ def parse_campaign(
             )
         else:
             for sid, body in raw_scen.items():
+                if sid in RESERVED_SCENARIO_IDS:
+                    p.add(
+                        f"scenarios.{sid}",
+                        f"{sid!r} is reserved: the results tree keeps the searched target QPS in "
+                        f"<campaign>/{sid}/; name the scenario differently",
+                    )
+                    continue
                 s = _scenario(sid, body, p, gpu, vm_default, catalog)
                 if s:
                     scenarios[s.id] = s
@@ -197,6 +243,7 @@ def parse_campaign(
     campaign = Campaign(
         file, version, name, gpu, vm_default, mlperf, scenarios, sched, description or ""
     )
+    warnings.extend(_compliance_warnings(campaign))
     warnings.extend(_mmio_warnings(campaign))
     warnings.extend(_vgpu_type_warnings(campaign))
     if lab is not None:
@@ -372,7 +419,7 @@ def _mlperf(raw, p: Problems, scenarios: dict) -> MlperfSpec | None:
             path,
             p,
             required=["benchmarks", "scenarios", "runs", "baseline"],
-            optional=["min_duration_s"],
+            optional=["min_duration_s", "qps_search", "accuracy", "compliance"],
         )
         is None
     ):
@@ -409,9 +456,105 @@ def _mlperf(raw, p: Problems, scenarios: dict) -> MlperfSpec | None:
         minimum=1,
         maximum=MAX_SECONDS,
     )
-    if None in (benches, scens, runs, dur) or not isinstance(baseline, str):
+    search = (
+        _qps_search(raw["qps_search"], f"{path}.qps_search", p) if "qps_search" in raw else None
+    )
+    accuracy = schema.boolean(raw.get("accuracy", False), f"{path}.accuracy", p)
+    tests = _compliance(raw, path, p, benches, accuracy) if "compliance" in raw else ()
+    if None in (benches, scens, runs, dur, accuracy, tests) or not isinstance(baseline, str):
         return None
-    return MlperfSpec(tuple(benches), tuple(scens), runs, baseline, dur)
+    if search is False:
+        return None
+    return MlperfSpec(
+        tuple(benches), tuple(scens), runs, baseline, dur, search or None, accuracy, tuple(tests)
+    )
+
+
+def _qps_search(raw, path: str, p: Problems) -> QpsSearchSpec | bool | None:
+    """``mlperf.qps_search``: true (the default short runs), false, or a mapping of them; None
+    for no search, False when the value is wrong (its problems recorded)."""
+    if isinstance(raw, bool):
+        return QpsSearchSpec() if raw else None
+    if not isinstance(raw, dict):
+        p.add(path, f"must be true, false or a mapping of {', '.join(QPS_SEARCH_KEYS)}, "
+                    f"got {schema.type_name(raw)}")  # fmt: skip
+        return False
+    if schema.mapping(raw, path, p, optional=QPS_SEARCH_KEYS) is None:
+        return False
+    d = QpsSearchSpec()
+    dur = schema.integer(
+        raw.get("min_duration_ms", d.min_duration_ms),
+        f"{path}.min_duration_ms",
+        p,
+        minimum=100,
+        maximum=MLPERF_MIN_DURATION_S * 1000,
+    )
+    queries = schema.integer(
+        raw.get("min_query_count", d.min_query_count),
+        f"{path}.min_query_count",
+        p,
+        minimum=1,
+        maximum=10_000_000,
+    )
+    tol = schema.number(
+        raw.get("tolerance", d.tolerance), f"{path}.tolerance", p, minimum=0.001, maximum=0.5
+    )
+    trials = schema.integer(
+        raw.get("max_trials", d.max_trials), f"{path}.max_trials", p, minimum=1, maximum=50
+    )
+    if None in (dur, queries, tol, trials) or any(k not in QPS_SEARCH_KEYS for k in raw):
+        return False
+    return QpsSearchSpec(dur, queries, tol, trials)
+
+
+def _compliance(raw: dict, path: str, p: Problems, benches, accuracy) -> list[str] | None:
+    """``mlperf.compliance``: TEST01 / TEST04, each applying to at least one benchmark of the
+    campaign; TEST01 verifies against accuracy/run_1, so it needs ``mlperf.accuracy: true``."""
+    from miglab.core.compliance import APPLIES, TESTS, audit_config
+
+    tests = schema.choice_list(raw.get("compliance"), f"{path}.compliance", p, TESTS)
+    if tests is None:
+        return None
+    ok = True
+    for i, test in enumerate(tests):
+        where = f"{path}.compliance[{i}]"
+        if benches:
+            applies = []
+            for b in benches:
+                try:
+                    audit_config(test, b)
+                    applies.append(b)
+                except ValueError:
+                    pass
+            if not applies:
+                p.add(
+                    where,
+                    f"{test} applies to none of mlperf.benchmarks ({', '.join(benches)}): "
+                    f"MLPerf has it for {', '.join(APPLIES[test])} only",
+                )
+                ok = False
+        if test == "TEST01" and accuracy is False:
+            p.add(
+                where,
+                "TEST01 is verified against accuracy/run_1: set mlperf.accuracy: true (the "
+                "AccuracyOnly runs need real weights and the dataset)",
+            )
+            ok = False
+    return tests if ok else None
+
+
+def _compliance_warnings(c: Campaign) -> list[str]:
+    """A compliance test that applies to only some of the benchmarks: a note for the others."""
+    if c.mlperf is None or not c.mlperf.compliance:
+        return []
+    pairs = set(c.mlperf.compliance_pairs())
+    return [
+        f"{c.file}: mlperf.compliance: {test} is not for {b} (MLPerf exempts it): "
+        f"run for the other benchmarks only"
+        for test in c.mlperf.compliance
+        for b in c.mlperf.benchmarks
+        if (test, b) not in pairs
+    ]
 
 
 def _schedule(raw, p: Problems) -> ScheduleSpec:

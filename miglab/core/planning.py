@@ -82,6 +82,9 @@ class CampaignPlan:
                 "runs": c.mlperf.runs,
                 "baseline": c.mlperf.baseline,
                 "min_duration_s": c.mlperf.min_duration_s,
+                "qps_search": c.mlperf.qps_search.as_json() if c.mlperf.qps_search else None,
+                "accuracy": c.mlperf.accuracy,
+                "compliance": list(c.mlperf.compliance),
             },
             "lab": {
                 "source": lab.source,
