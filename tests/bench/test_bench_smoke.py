@@ -115,6 +115,31 @@ def test_bench_gpu_smoke(tmp_path):
     assert f"results/h200/ts2/vm2/resnet50/Offline/{perf}/miglab_run.json" in names
 
 
+def test_bench_gpu_qps_search_smoke(tmp_path):
+    """bench/gpu_qps_search.sh's four steps with the slice-model SUT on the CPU: the search and
+    the calibration write qps_search.json, and the full runs take their targets from it."""
+    out = tmp_path / "out"
+    out.mkdir()
+    env = {**ansible_env(), "PYTHON": sys.executable, "MIGLAB_QPS_WORK": str(tmp_path / "work")}
+    p = subprocess.run(
+        ["bash", str(BENCH / "gpu_qps_search.sh"), out, "resnet50", "1000", "300", "smoke"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert p.returncode == 0, f"{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
+    vm = tmp_path / "work/results/h200/single/vm1/resnet50"
+    for scenario in ("Server", "Offline"):
+        found = json.loads((vm / scenario / "qps_search.json").read_text())["target_qps"]
+        run = json.loads((vm / scenario / "performance/run_1/miglab_run.json").read_text())
+        assert run["settings"]["target_qps"] == found
+        assert run["settings"]["target_qps_from"].endswith(f"{scenario}/qps_search.json")
+    with tarfile.open(out / "results-resnet50.tgz") as tar:
+        assert "results/h200/single/vm1/resnet50/Server/qps_search.json" in tar.getnames()
+
+
 def test_bench_main_job_smoke(tmp_path):
     """Clone + the timed commands + log parsing + results file, with `miglab validate` and
     `miglab plan` in the clone: no setup, no simulated lab (the suite's own stays untouched)."""
