@@ -144,7 +144,11 @@ def lab(tmp_path_factory):
     model = make_tiny_model(base / "mlp.onnx", "tiny-mlp", seed=3)
     other = make_tiny_model(base / "mlp-other.onnx", "tiny-mlp", seed=4)
     x = np.random.default_rng(0).standard_normal((100, 64)).astype(np.float32)
-    np.savez(base / "data.npz", input=x, labels=np.zeros(100, dtype=np.int64))
+    import onnxruntime as ort
+
+    # labels = the model's answers: the accuracy run passes its target and is a reference
+    labels = ort.InferenceSession(str(model)).run(None, {"input": x})[0].argmax(1)
+    np.savez(base / "data.npz", input=x, labels=labels)
     root = base / "results" / "lab"
     done = {}
     for vm in ("vm1", "vm2"):

@@ -240,7 +240,8 @@ def test_accuracy_refused_with_random_weights(tmp_path, tiny_model):
 
 
 def test_accuracy_run_scores_top1(tmp_path):
-    """AccuracyOnly over a user dataset: LoadGen's accuracy log, scored against the labels."""
+    """AccuracyOnly over a user dataset (.npz): LoadGen's accuracy log, scored against the
+    labels and gated by the benchmark's target."""
     import onnxruntime as ort
 
     model = make_tiny_model(tmp_path / "mlp.onnx", "tiny-mlp", seed=3)
@@ -269,12 +270,16 @@ def test_accuracy_run_scores_top1(tmp_path):
         "--performance-sample-count",
         "100",
     )
-    assert p.returncode == 0, p.stderr
+    # 70 % is below ResNet50's target (76.46 % x 0.99): the run is scored, filed and fails
+    assert p.returncode == 1, p.stderr
+    assert "accuracy 70.000 % is below the target 75.695 %" in p.stderr
     run = tmp_path / "vm1" / "resnet50" / "Offline" / "accuracy" / "run_1"
     meta = json.loads((run / "miglab_run.json").read_text())
     assert meta["weights"] == "real" and meta["inputs"] == "real"
-    assert meta["accuracy"] == {"samples": 100, "top1": 0.7}
-    assert (run / "accuracy.txt").read_text().startswith("top1 = 0.7")
+    acc = meta["accuracy"]
+    assert (acc["samples"], acc["good"], acc["top1"], acc["passed"]) == (100, 70, 0.7, False)
+    assert acc["log_dtype"] == "int64"
+    assert (run / "accuracy.txt").read_text() == "accuracy=70.000%, good=70, total=100\n"
 
 
 def test_existing_run_is_not_overwritten(tmp_path):

@@ -73,7 +73,40 @@ def build_parser() -> argparse.ArgumentParser:
         help="say what the weights are (default: torch random unless --weights; "
         "onnxruntime real, tiny models random)",
     )
-    g.add_argument("--dataset", help="preprocessed samples (.npz), needed for AccuracyOnly")
+    g.add_argument(
+        "--dataset",
+        help="preprocessed samples (.npz: one array per model input, optional labels)",
+    )
+    g.add_argument(
+        "--dataset-path",
+        help="ResNet50: the ImageNet 2012 validation folder (JPEGs and val_map.txt), "
+        "preprocessed as the MLCommons reference",
+    )
+    g.add_argument("--val-map", help="ImageNet: the image list (default DATASET_PATH/val_map.txt)")
+    g.add_argument("--squad-json", help="BERT: SQuAD v1.1 dev (dev-v1.1.json)")
+    g.add_argument("--vocab", help="BERT: the model's vocab.txt (WordPiece vocabulary)")
+    g.add_argument(
+        "--cache-dir",
+        help="keep preprocessed images / tokenized features here and reuse them (default: "
+        "none, preprocessed again each run)",
+    )
+    g.add_argument(
+        "--preprocessing",
+        choices=("vgg", "pytorch"),
+        help="ImageNet: vgg (the MLCommons ONNX model's; onnxruntime's default) or pytorch "
+        "(torchvision's; torch's default)",
+    )
+    g.add_argument(
+        "--dataset-count",
+        type=int,
+        help="use the first N samples only (a short accuracy check; the result says subset)",
+    )
+    g.add_argument(
+        "--label-offset",
+        type=int,
+        help="onnxruntime ResNet50: add this to the model's class (default -1 for an ArgMax "
+        "or 1001-class output, the MLCommons model's background class; else 0)",
+    )
     g.add_argument(
         "--device",
         help="cuda, cuda:N or cpu (default: torch cuda, onnxruntime cpu); a CUDA device this VM "
@@ -222,6 +255,14 @@ def settings_from_args(a):
         weights=a.weights,
         weights_kind=a.weights_kind,
         dataset=a.dataset,
+        dataset_path=a.dataset_path,
+        val_map=a.val_map,
+        squad_json=a.squad_json,
+        vocab=a.vocab,
+        cache_dir=a.cache_dir,
+        preprocessing=a.preprocessing,
+        dataset_count=a.dataset_count,
+        label_offset=a.label_offset,
         device=a.device,
         mlperf_conf=a.mlperf_conf,
         user_conf=a.user_conf,
@@ -386,9 +427,14 @@ def result_line(meta: dict, scenario: str, mode: str) -> str:
         line += f" (raw {meta['raw_throughput']:.1f}, fidelity {meta['fidelity']:.4f})"
     if meta.get("accuracy"):
         acc = meta["accuracy"]
-        line = f"ACCURACY {res.get('validity')} {meta['benchmark']} {scenario}: " + (
-            f"top1 = {acc['top1']}" if acc.get("top1") is not None else acc.get("note", "")
-        )
+        if acc.get("metric") and acc.get("value") is not None:
+            what = f"{acc['metric']} = {acc['value']:.3f} % (target {acc['target']:.3f} %)"
+        elif acc.get("top1") is not None:
+            what = f"top1 = {acc['top1']}"
+        else:
+            what = acc.get("note", "")
+        subset = " [subset]" if acc.get("subset") else ""
+        line = f"ACCURACY {res.get('validity')} {meta['benchmark']} {scenario}: {what}{subset}"
     if scenario == "Server" and res.get("p99_latency_ms") is not None:
         line += f" p99 {res['p99_latency_ms']:.2f} ms"
     return line

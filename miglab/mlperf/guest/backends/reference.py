@@ -10,6 +10,17 @@ on the CPU. Scenarios Offline and Server; modes PerformanceOnly and AccuracyOnly
 needs real weights and a dataset given by the user and is refused otherwise). Nothing is loaded
 from the network.
 
+Datasets (:mod:`miglab.mlperf.guest.datasets`): ImageNet validation (``dataset_path``, a folder
+of JPEGs with ``val_map.txt``) for ResNet50, SQuAD v1.1 dev (``squad_json`` and ``vocab``) for
+BERT, or a ``.npz`` of preprocessed inputs (``dataset``). LoadGen's QSL callbacks load the
+samples it will issue into host memory and unload them after; each batch goes to the device
+when it runs, so the set is never staged on the device. An AccuracyOnly run is scored as the
+MLCommons accuracy scripts score it and files ``accuracy.txt`` in their format (what the
+submission checker reads, :mod:`miglab.core.accuracy`) beside ``mlperf_log_accuracy.json``; it
+passes when every sample was logged and the score reaches the benchmark's target (ResNet50
+top-1 76.46 % x 0.99, BERT F1 90.874 % x 0.99 / x 0.999), and fails otherwise (exit 1,
+``miglab_run.json``'s ``accuracy.passed`` and ``loadgen.valid`` false).
+
 LoadGen settings come from the standard files: LoadGen (``mlcommons-loadgen`` 5.0.6 and later,
 :data:`LOADGEN_REQUIREMENT`) carries ``mlperf.conf`` inside itself and loads it first; one config
 file given by the user (``user.conf``, or a ``mlperf.conf`` of the user's: LoadGen takes one, two
@@ -91,6 +102,9 @@ SERVER_AUTO_FRACTION = 0.5
 # The device a SUT runs on when none is given: the torch SUT the GPU, the onnxruntime SUT the CPU
 # (the mlperf role always gives one: mlperf_device, cuda by default).
 DEFAULT_DEVICE = {"torch": "cuda", "onnxruntime": "cpu", "slice-model": "cpu"}
+# What the onnxruntime SUT makes of a benchmark's outputs (sut/onnxrt.py): ResNet50's class,
+# BERT's start and end logits.
+TASKS = {"resnet50": "classify", "bert": "qa"}
 # Per SUT and benchmark: Offline batch, Server max batch, Server batching timeout (ms).
 DEFAULTS = {
     ("torch", "resnet50"): (512, 128, 2.0),
@@ -116,7 +130,15 @@ class ReferenceSettings:
     model: str | None = None  # onnxruntime: an .onnx file, or tiny-conv / tiny-mlp
     weights: str | None = None  # torch: a state_dict file or a local Hugging Face folder
     weights_kind: str | None = None  # force "real" / "random" in the metadata
-    dataset: str | None = None  # .npz (see the SUTs)
+    dataset: str | None = None  # .npz of preprocessed inputs (see the SUTs)
+    dataset_path: str | None = None  # ImageNet validation: the folder of JPEGs
+    val_map: str | None = None  # ImageNet: the image list (default: <dataset_path>/val_map.txt)
+    squad_json: str | None = None  # SQuAD v1.1 dev-v1.1.json
+    vocab: str | None = None  # BERT's vocab.txt
+    cache_dir: str | None = None  # preprocessed samples / tokenized features, reused
+    preprocessing: str | None = None  # ImageNet: vgg (ONNX) / pytorch (torch); None: the SUT's
+    dataset_count: int | None = None  # use the first N samples only (a short accuracy check)
+    label_offset: int | None = None  # onnxruntime ResNet50: added to the model's class
     device: str | None = None  # cuda, cuda:N or cpu; None: DEFAULT_DEVICE of the SUT
     mlperf_conf: str | None = None
     user_conf: str | None = None
@@ -318,6 +340,12 @@ class ReferenceBackend(Backend):
         self.device: dict | None = None  # what the SUT runs on (miglab_run.json's device)
         # a compliance test (TEST01, TEST04; miglab.core.compliance) for the next run, or None
         self.compliance: str | None = None
+        self.source = None  # the dataset (miglab.mlperf.guest.datasets), None: synthetic
+
+    def _close_source(self) -> None:
+        if self.source is not None:
+            self.source.close()
+        self.source = None
 
     # --- prepare -------------------------------------------------------------------------------
     def prepare(self, settings: ReferenceSettings) -> None:
@@ -363,6 +391,11 @@ class ReferenceBackend(Backend):
             f"preparing {s.sut} SUT for {info.name} {s.scenario} {s.mode} "
             f"({eff['performance_sample_count']} samples)"
         )
+        if s.preprocessing is not None and s.preprocessing not in ("vgg", "pytorch"):
+            raise BackendError(f"unknown preprocessing {s.preprocessing!r} (use vgg, pytorch)")
+        if s.sut == "slice-model" and (s.dataset_path or s.squad_json):
+            raise BackendError("the slice model runs no inference: it takes no dataset")
+        self.source = None if s.sut == "slice-model" else self._open_source(s, info)
         try:
             if s.sut == "torch":
                 self.engine = self._torch_engine(s, info, eff, batch, server_batch)
@@ -371,8 +404,10 @@ class ReferenceBackend(Backend):
             else:
                 self.engine = self._ort_engine(s, eff, batch)
         except BackendError:
+            self._close_source()
             raise
         except (ImportError, OSError, ValueError, RuntimeError) as exc:
+            self._close_source()
             raise BackendError(f"cannot prepare the {s.sut} SUT: {exc}") from exc
         self.device = device_lib.describe(
             device,
@@ -406,16 +441,71 @@ class ReferenceBackend(Backend):
             s.sut == "torch" and not s.weights and s.weights_kind != "real"
         )
         tiny = s.sut == "onnxruntime" and (s.model or "").startswith("tiny-")
-        if random_weights or tiny or not s.dataset:
+        has_data = bool(s.dataset or s.dataset_path or s.squad_json)
+        if random_weights or tiny or not has_data:
             raise BackendError(
                 "AccuracyOnly needs the real model weights (--weights for torch, a trained "
-                "--model for onnxruntime) and the dataset (--dataset); this run has "
+                "--model for onnxruntime) and the dataset (--dataset-path for ImageNet, "
+                "--squad-json and --vocab for SQuAD, or --dataset FILE.npz); this run has "
                 + ("random weights" if (random_weights or tiny) else "no dataset")
                 + ": nothing to score"
             )
         for p in (s.weights, s.dataset, s.model):
             if p and not p.startswith("tiny-") and not Path(p).exists():
                 raise BackendError(f"{p}: no such file or folder")
+
+    def _open_source(self, s: ReferenceSettings, info):
+        """The dataset the settings name, as a QSL (None: synthetic inputs); BackendError when
+        it does not fit the benchmark or cannot be read."""
+        from miglab.mlperf.guest.datasets.base import DatasetError
+
+        given = [
+            name
+            for name, v in (
+                ("--dataset", s.dataset),
+                ("--dataset-path", s.dataset_path),
+                ("--squad-json", s.squad_json),
+            )
+            if v
+        ]
+        if len(given) > 1:
+            raise BackendError(f"{' and '.join(given)}: give one dataset")
+        bert = info.loadgen_model == "bert"
+        try:
+            if s.dataset_path or s.val_map:
+                if bert:
+                    raise BackendError(f"{info.name} takes SQuAD (--squad-json), not ImageNet")
+                if not s.dataset_path:
+                    raise BackendError("--val-map needs --dataset-path (the image folder)")
+                from miglab.mlperf.guest.datasets.imagenet import ImagenetSource
+
+                return ImagenetSource(
+                    s.dataset_path,
+                    s.val_map,
+                    preprocessing=s.preprocessing or ("pytorch" if s.sut == "torch" else "vgg"),
+                    layout="NCHW",
+                    cache_dir=s.cache_dir,
+                    count=s.dataset_count,
+                )
+            if s.squad_json or s.vocab:
+                if not bert:
+                    raise BackendError(f"{info.name} takes ImageNet (--dataset-path), not SQuAD")
+                if not (s.squad_json and s.vocab):
+                    raise BackendError("SQuAD needs both --squad-json and --vocab")
+                from miglab.mlperf.guest.datasets.squad import SquadSource
+
+                return SquadSource(
+                    s.squad_json, s.vocab, cache_dir=s.cache_dir, count=s.dataset_count
+                )
+            if s.dataset:
+                from miglab.mlperf.guest.datasets.npz import NpzSource
+
+                if s.dataset_count is not None:
+                    raise BackendError("--dataset-count is for --dataset-path / --squad-json")
+                return NpzSource(s.dataset)
+        except DatasetError as exc:
+            raise BackendError(str(exc)) from None
+        return None
 
     def _torch_engine(self, s, info, eff, batch, server_batch):
         from miglab.mlperf.guest.sut.torch_sut import TorchEngine, default_buckets
@@ -432,7 +522,7 @@ class ReferenceBackend(Backend):
             batch_sizes=sorted(buckets),
             sample_count=eff["performance_sample_count"],
             weights=s.weights,
-            dataset=s.dataset,
+            source=self.source,
             compile=s.compile,
             cuda_graphs=s.cuda_graphs and not accuracy,
             attention=s.attention,
@@ -470,11 +560,13 @@ class ReferenceBackend(Backend):
             path,
             sample_count=eff["performance_sample_count"],
             max_batch=batch,
-            dataset=s.dataset,
+            source=self.source,
             threads=s.threads,
             weights=weights,
             seed=s.seed,
             device=s.device or DEFAULT_DEVICE["onnxruntime"],
+            task=TASKS.get(benchmark_info(s.benchmark).loadgen_model),
+            label_offset=s.label_offset,
         )
 
     # --- run -----------------------------------------------------------------------------------
@@ -558,7 +650,10 @@ class ReferenceBackend(Backend):
                 f"performance_sample_count {eff['performance_sample_count']} > the "
                 f"{total} samples the SUT holds"
             )
-        qsl = lg.ConstructQSL(total, perf, lambda _s: None, lambda _s: None)
+        if self.source is not None:  # LoadGen's load/unload: host memory, never the device
+            qsl = lg.ConstructQSL(total, perf, self.source.load, self.source.unload)
+        else:
+            qsl = lg.ConstructQSL(total, perf, lambda _s: None, lambda _s: None)
         sut = lg.ConstructFastSUT(runner.issue, runner.flush)
         response = lg.QuerySampleResponse
         complete_fn = lg.QuerySamplesComplete
@@ -617,11 +712,21 @@ class ReferenceBackend(Backend):
         if mode == "AccuracyOnly":  # LoadGen gives no verdict: every sample must be logged
             got = (accuracy or {}).get("samples", 0)
             errors = [r for r in result.get("reasons", []) if "result_validity" not in r]
-            result["valid"] = got == total and not errors
-            result["validity"] = "COMPLETE" if result["valid"] else "INCOMPLETE"
-            result["reasons"] = errors + (
-                [] if got == total else [f"accuracy log holds {got} of {total} samples"]
-            )
+            if got != total:
+                errors.append(f"accuracy log holds {got} of {total} samples")
+            passed = (accuracy or {}).get("passed")
+            if passed is False:
+                errors.append(
+                    f"accuracy {accuracy['value']:.3f} % is below the target "
+                    f"{accuracy['target']:.3f} % ({accuracy['metric']}, "
+                    f"{accuracy['reference']} x {accuracy['fraction']})"
+                )
+            result["valid"] = not errors
+            if errors:
+                result["validity"] = "INCOMPLETE" if got != total else "FAIL"
+            else:
+                result["validity"] = "PASS" if passed else "COMPLETE"
+            result["reasons"] = errors
             result["value"] = None
         meta["loadgen"] = result
         if scenario == "Offline" and raw and result.get("value"):
@@ -640,6 +745,7 @@ class ReferenceBackend(Backend):
             "sut": engine.sut,
             "weights": s.weights_kind or engine.weights,
             "inputs": engine.inputs,
+            "dataset": self.source.describe() if self.source is not None else None,
             "benchmark": info.name,
             "mlperf_scenario": scenario,
             "mode": mode,
@@ -682,29 +788,50 @@ class ReferenceBackend(Backend):
         return meta
 
     def _score_accuracy(self, run_dir: Path) -> dict | None:
-        labels = self.engine.labels()
+        """Score the run's accuracy log with its dataset, write ``accuracy.txt`` (the reference
+        accuracy script's line, :func:`miglab.core.accuracy.accuracy_text`) and judge it
+        against the benchmark's target: the dict for ``miglab_run.json``'s ``accuracy``."""
+        from miglab.core import accuracy as accuracy_lib
+        from miglab.mlperf.guest.datasets.base import DatasetError
+
         path = run_dir / "mlperf_log_accuracy.json"
-        if not path.is_file():
+        if not path.is_file() or self.source is None:
             return None
-        entries = json.loads(path.read_text(encoding="utf-8") or "[]")
-        out: dict = {"samples": len(entries)}
-        if labels is None:
-            out["note"] = "no labels in the dataset: score mlperf_log_accuracy.json yourself"
+        benchmark = benchmark_info(self.settings.benchmark).name
+        dtype = self.engine.log_dtype
+        if dtype == "raw":
+            return {"samples": None, "note": f"the {self.engine.sut} SUT's outputs are not scored"}
+        try:
+            out = self.source.score(path, dtype, benchmark)
+        except DatasetError as exc:
+            raise BackendError(f"cannot score the accuracy log: {exc}") from None
+        out["log_dtype"] = dtype
+        out["log_sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
+        out["dataset"] = self.source.describe()
+        if self.source.count < getattr(self.source, "total_listed", self.source.count) or (
+            self.source.count < getattr(self.source, "total_features", self.source.count)
+        ):
+            out["subset"] = True  # --dataset-count: not the full validation set
+        if "top1" in out and out["top1"] is not None:
+            value = 100.0 * out["top1"]
+            scores = {"good": out["good"], "total": out["total"]}
+        elif "f1" in out:
+            value = out["f1"]
+            scores = {"exact_match": out["exact_match"], "f1": out["f1"]}
+        else:
             return out
-        good = 0
-        for e in entries:
-            pred = np.frombuffer(bytes.fromhex(e["data"]), dtype=np.int32)
-            good += int(pred.size == 1 and int(pred[0]) == int(labels[e["qsl_idx"]]))
-        out["top1"] = good / len(entries) if entries else None
-        atomic_write_text(
-            run_dir / "accuracy.txt", f"top1 = {out['top1']} over {len(entries)} samples\n"
-        )
+        target = accuracy_lib.accuracy_target(benchmark)
+        if target is None or (target.metric == "acc") != ("top1" in out):
+            return out
+        atomic_write_text(run_dir / "accuracy.txt", accuracy_lib.accuracy_text(benchmark, scores))
+        out.update(accuracy_lib.judge(benchmark, value))
         return out
 
     def close(self) -> None:
         if self.engine is not None:
             self.engine.close()
         self.engine = None
+        self._close_source()
         if self._tmp:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None

@@ -1,7 +1,9 @@
 """What a SUT engine offers the LoadGen driver (:mod:`miglab.mlperf.guest.sut.runner`).
 
-An engine holds a model and its staged inputs (sample ``i`` of the query sample library is row
-``i`` of the staged inputs) and runs batches of sample indices: :meth:`Engine.submit` starts a
+An engine holds a model and its inputs -- synthetic ones staged (sample ``i`` of the query sample
+library is row ``i``), or a dataset (:mod:`miglab.mlperf.guest.datasets`) whose samples LoadGen
+loads into host memory and whose batches go to the device one at a time -- and runs batches of
+sample indices: :meth:`Engine.submit` starts a
 batch (asynchronously where the device allows), :meth:`Engine.wait` returns its outputs, one row
 per sample, and :meth:`Engine.release` gives its buffers back. One thread submits, another waits,
 so host and device work overlap.
@@ -49,6 +51,9 @@ class Engine(ABC):
     sample_count: int = 0  # samples staged (the QSL's size)
     buckets: tuple[int, ...] | None = None  # batch sizes it can run, ascending; None: any
     max_batch: int = 1
+    # what one row of outputs is, for the accuracy log: "int64" (a class), "float32" (logits),
+    # "raw" (whatever the model gave)
+    log_dtype: str = "raw"
 
     @abstractmethod
     def submit(self, indices: np.ndarray) -> Pending:

@@ -2,10 +2,26 @@
 execution provider (``cuda``, ``cuda:N``: the onnxruntime-gpu package; a session that does not
 run on it is refused, never run on the CPU instead, :mod:`miglab.mlperf.guest.device`).
 
-Inputs are staged in host memory: synthetic (seeded random values of each input's shape and type)
-for performance runs, or the arrays of a ``.npz`` dataset whose keys are the model's input names
-(plus an optional ``labels`` array for top-1 scoring) for accuracy runs. The batch dimension is the
-first dimension of every input; a model with a fixed batch size is run padded to that size.
+Inputs: synthetic (seeded random values of each input's shape and type, staged in host memory)
+for performance runs, or a dataset (:mod:`miglab.mlperf.guest.datasets`: ImageNet, SQuAD or a
+``.npz`` whose keys are the model's input names) whose samples LoadGen loads into host memory;
+each batch is gathered from there and handed to ONNX Runtime, which copies it to the device for
+that run only. The batch dimension is the first dimension of every input; a model with a fixed
+batch size is run padded to that size.
+
+Outputs, by ``task`` (what the accuracy log holds, one row per sample):
+
+* ``classify`` (ResNet50): the class, int64, 0-based. The MLCommons ResNet50 ONNX model
+  (``resnet50_v1.onnx``) outputs ``ArgMax:0``, int64 over 1001 classes with background at 0,
+  so 1..1000 for ImageNet's classes: the reference subtracts 1 (mlcommons/inference
+  ``vision/classification_and_detection/python/main.py``, ``PostProcessCommon(offset=-1)``,
+  commit b66003e10e2db4b8c36a448b0545ec90fcc6e9e9). An integer output of one value per sample
+  is taken as such an ArgMax (offset -1); otherwise the first float output's argmax (offset -1
+  over 1001 classes, 0 over 1000). ``label_offset`` overrides the offset.
+* ``qa`` (BERT): start and end logits as ``(384, 2)`` float32 (two outputs of ``(N, 384)``
+  stacked on the last axis, as the reference's ``onnxruntime_SUT.py`` does, or one output
+  already ``(N, 384, 2)``).
+* None: the first output as it is.
 """
 
 from __future__ import annotations
@@ -57,7 +73,13 @@ class OnnxRuntimeEngine(Engine):
         argmax: bool | None = None,
         seed: int = 0,
         device: str = "cpu",
+        source=None,
+        task: str | None = None,
+        label_offset: int | None = None,
     ):
+        """``source``: a :class:`~miglab.mlperf.guest.datasets.base.SampleSource` (``dataset``,
+        a ``.npz`` path, is read into one); neither: synthetic inputs. ``argmax`` (older
+        callers): True is ``task="classify"``."""
         import onnxruntime as ort
 
         path = Path(model_path)
@@ -91,30 +113,27 @@ class OnnxRuntimeEngine(Engine):
         else:
             self.buckets = None
             self.max_batch = max(1, max_batch)
-        self._labels = None
-        if dataset is not None:
+        if source is None and dataset is not None:
+            from miglab.mlperf.guest.datasets.npz import NpzSource
+
+            source = NpzSource(dataset, tuple(i.name for i in self._inputs))
+        self.source = source
+        self.task = task if task is not None else ("classify" if argmax else None)
+        self.label_offset = label_offset
+        self._staged = {}
+        if source is not None:
             self.inputs = "real"
-            with np.load(dataset) as data:
-                missing = [i.name for i in self._inputs if i.name not in data.files]
-                if missing:
-                    raise ValueError(f"dataset {dataset} lacks the model inputs {missing}")
-                self._staged = {i.name: np.ascontiguousarray(data[i.name]) for i in self._inputs}
-                if "labels" in data.files:
-                    self._labels = np.asarray(data["labels"])
-            counts = {len(a) for a in self._staged.values()}
-            if len(counts) != 1:
-                raise ValueError(f"dataset {dataset}: inputs have different sample counts")
-            self.sample_count = counts.pop()
+            self._input_of = self._map_inputs(source.input_names())
+            self.sample_count = source.count
         else:
             self.inputs = "synthetic"
             rng = np.random.default_rng(seed)
-            self._staged = {}
             for i in self._inputs:
                 dims = i.shape[1:]
                 if not all(isinstance(d, int) and d > 0 for d in dims):
                     raise ValueError(
                         f"input {i.name} has a non-fixed shape {i.shape}: synthetic inputs need "
-                        "fixed dimensions after the batch one (give --dataset)"
+                        "fixed dimensions after the batch one (give a dataset)"
                     )
                 dtype = ORT_TYPES.get(i.type)
                 if dtype is None:
@@ -128,20 +147,70 @@ class OnnxRuntimeEngine(Engine):
                     arr = rng.integers(0, 100, shape).astype(dtype)
                 self._staged[i.name] = arr
             self.sample_count = sample_count
-        self._argmax = (self._labels is not None) if argmax is None else argmax
+        self.log_dtype = {"classify": "int64", "qa": "float32"}.get(self.task or "", "raw")
+
+    # the dataset's input names and the names the MLCommons / Hugging Face BERT models use
+    ALIASES = {
+        "input_mask": ("attention_mask",),
+        "segment_ids": ("token_type_ids",),
+        "attention_mask": ("input_mask",),
+        "token_type_ids": ("segment_ids",),
+    }
+
+    def _map_inputs(self, names: tuple[str, ...]) -> dict[str, tuple[str, object]]:
+        """model input -> (dataset input, numpy type): by name (or alias); a model with one
+        input takes a dataset with one input whatever its name."""
+        model = {i.name: i for i in self._inputs}
+        if len(model) == 1 and len(names) == 1:
+            (only,) = model.values()
+            return {only.name: (names[0], ORT_TYPES.get(only.type))}
+        out = {}
+        for name, i in model.items():
+            found = next(
+                (n for n in (name, *self.ALIASES.get(name, ())) if n in names),
+                None,
+            )
+            if found is None:
+                raise ValueError(f"the dataset has no input for the model's {name!r} ({names})")
+            out[name] = (found, ORT_TYPES.get(i.type))
+        return out
+
+    def _postprocess(self, outs: list[np.ndarray]) -> np.ndarray:
+        if self.task == "classify":
+            for o in outs:  # an ArgMax output: one integer per sample
+                if np.issubdtype(o.dtype, np.integer) and (o.ndim == 1 or o.shape[1:] == (1,)):
+                    offset = -1 if self.label_offset is None else self.label_offset
+                    return o.reshape(-1).astype(np.int64) + offset
+            logits = next((o for o in outs if o.ndim == 2), None)
+            if logits is not None:
+                default = -1 if logits.shape[1] == 1001 else 0
+                offset = default if self.label_offset is None else self.label_offset
+                return logits.argmax(axis=1).astype(np.int64) + offset
+        elif self.task == "qa":
+            floats = [o for o in outs if np.issubdtype(o.dtype, np.floating)]
+            if len(floats) >= 2 and floats[0].ndim == 2 and floats[0].shape == floats[1].shape:
+                return np.stack(floats[:2], axis=-1).astype(np.float32)
+            if floats and floats[0].ndim == 3 and floats[0].shape[-1] == 2:
+                return floats[0].astype(np.float32)
+        return outs[0]
 
     def labels(self) -> np.ndarray | None:
-        return self._labels
+        return self.source.labels() if self.source is not None else None
 
     def submit(self, indices: np.ndarray) -> Pending:
         n = len(indices)
         bs = pick_bucket(n, self.buckets)
         if bs != n:
             indices = np.concatenate([indices, np.full(bs - n, indices[0], dtype=indices.dtype)])
-        feed = {name: arr[indices] for name, arr in self._staged.items()}
-        out = self.session.run(None, feed)[0][:n]
-        if self._argmax and out.ndim == 2:
-            out = out.argmax(axis=1).astype(np.int32)
+        if self.source is not None:  # this batch only, from host memory
+            host = self.source.batch(indices)
+            feed = {
+                name: host[src] if dtype is None else host[src].astype(dtype, copy=False)
+                for name, (src, dtype) in self._input_of.items()
+            }
+        else:
+            feed = {name: arr[indices] for name, arr in self._staged.items()}
+        out = self._postprocess(self.session.run(None, feed))[:n]
         return Pending(n, outputs=np.ascontiguousarray(out))
 
     def wait(self, pending: Pending) -> np.ndarray | None:
@@ -150,3 +219,5 @@ class OnnxRuntimeEngine(Engine):
     def close(self) -> None:
         self.session = None
         self._staged = {}
+        if self.source is not None:
+            self.source.close()

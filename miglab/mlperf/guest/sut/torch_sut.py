@@ -2,9 +2,17 @@
 
 Built from code, never downloaded: random weights (seeded) unless the user gives a weights file
 (a torchvision ResNet50 ``state_dict``; a BERT ``state_dict`` or a local Hugging Face model folder),
-synthetic inputs unless the user gives a dataset (``.npz``: ResNet50 ``images`` NCHW or NHWC
+synthetic inputs unless the user gives a dataset (``source``, :mod:`miglab.mlperf.guest.datasets`:
+ImageNet with torchvision's preprocessing, SQuAD, or a ``.npz``: ResNet50 ``images`` NCHW or NHWC
 224x224 preprocessed, optional ``labels``; BERT ``input_ids``, ``input_mask``/``attention_mask``,
 ``segment_ids``/``token_type_ids``, 384 tokens).
+
+Real data is never staged on the GPU as a whole (50,000 ImageNet images in fp16 are 15 GB, more
+than a 1g MIG slice holds): LoadGen loads the samples it will issue into host memory, and each
+batch is copied to the GPU when it runs (eager, no CUDA graphs: those gather from a staged set).
+ResNet50 outputs the class as int64, 0-based (torchvision's 1000 logits: no offset); BERT its
+start and end logits as float32 ``(384, 2)`` (what the reference's accuracy script reads by
+default).
 
 How it is made fast (CUDA):
 
@@ -253,8 +261,17 @@ class TorchEngine(Engine):
         ring: int = 4,
         seed: int = 0,
         progress=None,
+        source=None,
     ):
         import torch
+
+        if source is None and dataset:
+            from miglab.mlperf.guest.datasets.npz import NpzSource
+
+            source = NpzSource(dataset)
+        self.source = source
+        if source is not None:
+            cuda_graphs = False  # the graphs gather from a staged set; real data is per batch
 
         self.torch = torch
         self._progress = progress or (lambda msg: None)
@@ -292,7 +309,7 @@ class TorchEngine(Engine):
             raise ValueError(f"bad batch sizes {batch_sizes!r}")
         self.max_batch = self.buckets[-1]
         self.weights = "real" if weights else "random"
-        self.inputs = "real" if dataset else "synthetic"
+        self.inputs = "real" if source is not None else "synthetic"
         self.compiled = bool(compile)
         self.attention = attention
         self.fast_gelu = bool(fast_gelu)
@@ -308,6 +325,8 @@ class TorchEngine(Engine):
             self._build_bert(weights, dataset, sample_count, gen)
         else:
             raise ValueError(f"the torch SUT has no model for benchmark {benchmark!r}")
+        # what a row of the accuracy log holds (the reference's scripts take it as --dtype)
+        self.log_dtype = "int64" if family == "resnet50" else "float32"
         self._progress(
             f"{self.model} built on {self.device} in {time.perf_counter() - t0:.1f} s "
             f"({self.sample_count} samples staged, {self.inputs} inputs, {self.weights} weights)"
@@ -338,10 +357,10 @@ class TorchEngine(Engine):
                     self.graphs.clear()
                     torch.cuda.synchronize(dev)
                     for bs in self.buckets:
-                        self._fn(torch.zeros(bs, dtype=torch.int64, device=dev))
+                        self._fn(self._warmup_input(bs))
             else:
                 for bs in self.buckets:  # warm up (and compile) every size
-                    self._fn(torch.zeros(bs, dtype=torch.int64, device=dev))
+                    self._fn(self._warmup_input(bs))
         if cuda:
             torch.cuda.synchronize(dev)
         self._progress(
@@ -386,24 +405,16 @@ class TorchEngine(Engine):
         self.model = "ResNet50 v1.5 (torchvision), BatchNorm folded" + (
             ", channels_last" if self.dev.type == "cuda" else ""
         )
-        if dataset:
-            with np.load(dataset) as data:
-                images = data["images"] if hasattr(data, "files") else data
-                if "labels" in getattr(data, "files", ()):
-                    self._labels = np.asarray(data["labels"])
-                images = np.asarray(images)
-            if images.ndim != 4:
-                raise ValueError(f"dataset {dataset}: images must be 4-D, got {images.shape}")
-            if images.shape[1] == 3:  # NCHW -> NHWC
-                images = images.transpose(0, 2, 3, 1)
-            staged = torch.from_numpy(np.ascontiguousarray(images)).to(self.dev, self.dtype)
-        else:
-            staged = torch.randn(
-                (sample_count, 224, 224, 3), generator=gen, device=self.dev, dtype=torch.float32
-            ).to(self.dtype)
+        self._family = "resnet50"
+        if self.source is not None:  # host memory; one batch at a time to the GPU
+            self._images = None
+            self.sample_count = self.source.count
+            return
+        staged = torch.randn(
+            (sample_count, 224, 224, 3), generator=gen, device=self.dev, dtype=torch.float32
+        ).to(self.dtype)
         self._images = staged  # NHWC, contiguous
         self.sample_count = staged.shape[0]
-        self._family = "resnet50"
 
     def _build_bert(self, weights, dataset, sample_count, gen):
         import torch
@@ -435,18 +446,25 @@ class TorchEngine(Engine):
             )
             + "), seq 384"
         )
-        if dataset:
-            with np.load(dataset) as data:
-
-                def pick(*names):
-                    for n in names:
-                        if n in data.files:
-                            return torch.from_numpy(np.asarray(data[n], dtype=np.int64))
-                    raise ValueError(f"dataset {dataset} has none of {names}")
-
-                self._ids = pick("input_ids").to(self.dev)
-                self._tt = pick("segment_ids", "token_type_ids").to(self.dev)
-                self._mask = pick("input_mask", "attention_mask").to(self.dev)
+        if self.source is not None:  # host memory; one batch at a time to the GPU
+            names = self.source.input_names()
+            self._bert_names = tuple(
+                next((n for n in options if n in names), None)
+                for options in (
+                    ("input_ids",),
+                    ("segment_ids", "token_type_ids"),
+                    ("input_mask", "attention_mask"),
+                )
+            )
+            if None in self._bert_names:
+                raise ValueError(
+                    f"the dataset lacks BERT inputs: has {names}, needs input_ids, "
+                    "segment_ids (token_type_ids), input_mask (attention_mask)"
+                )
+            self._ids = self._tt = self._mask = None
+            self.sample_count = self.source.count
+            self._family = "bert"
+            return
         else:
             self._ids = torch.randint(
                 1000, 30000, (sample_count, SEQ_LEN), generator=gen, device=self.dev
@@ -463,15 +481,50 @@ class TorchEngine(Engine):
         self._family = "bert"
 
     # --- the batch function ------------------------------------------------------------------
-    def _forward(self, idx):
+    def _forward(self, arg):
+        """One batch: ``arg`` is the sample indices into the staged set, or (real data) the
+        batch's own input tensors on the device."""
+        if self._family == "resnet50":
+            if self.source is not None:
+                x = arg  # NCHW, on the device
+            else:
+                x = self._images.index_select(0, arg).permute(0, 3, 1, 2)  # NHWC memory
+            return self.net(x).argmax(dim=1)  # int64 class, 0-based (torchvision: 1000)
+        if self.source is not None:
+            ids, tt, mask = arg
+        else:
+            ids = self._ids.index_select(0, arg)
+            tt = self._tt.index_select(0, arg)
+            mask = None if self._mask is None else self._mask.index_select(0, arg)
+        return self.net(ids, tt, mask).float()  # (batch, seq, 2): start and end logits
+
+    def _warmup_input(self, bs):
+        """What :meth:`_fn` takes for a batch of ``bs``, to warm up (and compile) that size."""
+        torch = self.torch
+        if self.source is None:
+            return torch.zeros(bs, dtype=torch.int64, device=self.dev)
+        if self._family == "resnet50":
+            return torch.zeros((bs, 3, 224, 224), dtype=self.dtype, device=self.dev)
+        ids = torch.zeros((bs, SEQ_LEN), dtype=torch.int64, device=self.dev)
+        return ids, ids, torch.ones_like(ids)
+
+    def _to_device(self, host: dict):
+        """A host batch (numpy, from the dataset) as the tensors :meth:`_forward` takes, copied
+        to the device now: only this batch moves."""
         torch = self.torch
         if self._family == "resnet50":
-            x = self._images.index_select(0, idx).permute(0, 3, 1, 2)  # NCHW view, NHWC memory
-            return self.net(x).argmax(dim=1).to(torch.int32)
-        ids = self._ids.index_select(0, idx)
-        tt = self._tt.index_select(0, idx)
-        mask = None if self._mask is None else self._mask.index_select(0, idx)
-        return self.net(ids, tt, mask)  # (batch, seq, 2): start and end logits
+            (images,) = host.values()
+            if images.shape[-1] == 3:  # NHWC -> NCHW
+                images = images.transpose(0, 3, 1, 2)
+            x = torch.from_numpy(np.ascontiguousarray(images)).to(self.dev, non_blocking=True)
+            x = x.to(self.dtype)
+            if self.dev.type == "cuda":
+                x = x.contiguous(memory_format=torch.channels_last)
+            return x
+        return tuple(
+            torch.from_numpy(np.asarray(host[name], dtype=np.int64)).to(self.dev, non_blocking=True)
+            for name in self._bert_names
+        )
 
     @staticmethod
     def _sdpa_context(attention: str | None):
@@ -505,8 +558,8 @@ class TorchEngine(Engine):
 
     def _outputs_of(self, bs):
         if self._family == "resnet50":
-            return (), self.torch.int32
-        return (SEQ_LEN, 2), self.dtype
+            return (), self.torch.int64
+        return (SEQ_LEN, 2), self.torch.float32
 
     def _capture(self):
         torch = self.torch
@@ -535,6 +588,8 @@ class TorchEngine(Engine):
         slot.idx[:n] = indices
         if bs > n:
             slot.idx[n:bs] = indices[0]
+        if self.source is not None:
+            return self._submit_host(slot, n, bs)
         if self.stream is None:  # CPU: synchronous
             with torch.inference_mode():
                 out = self._fn(slot.idx_t[:bs])
@@ -551,6 +606,21 @@ class TorchEngine(Engine):
             slot.event.record(self.stream)
         return Pending(n, handle=slot)
 
+    def _submit_host(self, slot, n, bs) -> Pending:
+        """A batch of real data: its rows from host memory, copied to the device, run eager."""
+        torch = self.torch
+        host = self.source.batch(slot.idx[:bs])
+        if self.stream is None:
+            with torch.inference_mode():
+                out = self._fn(self._to_device(host))
+            slot.out[:n] = out[:n].numpy()
+            return Pending(n, handle=slot)
+        with torch.inference_mode(), torch.cuda.stream(self.stream):
+            out = self._fn(self._to_device(host))
+            slot.out_t[:bs].copy_(out, non_blocking=True)
+            slot.event.record(self.stream)
+        return Pending(n, handle=slot)
+
     def wait(self, pending: Pending) -> np.ndarray | None:
         slot = pending.handle
         if slot.event is not None:
@@ -561,7 +631,7 @@ class TorchEngine(Engine):
         self._free.put(pending.handle)
 
     def labels(self) -> np.ndarray | None:
-        return self._labels
+        return self.source.labels() if self.source is not None else None
 
     def describe(self) -> dict:
         d = super().describe()
@@ -591,5 +661,7 @@ class TorchEngine(Engine):
     def close(self) -> None:
         self.graphs.clear()
         self.net = None
+        if self.source is not None:
+            self.source.close()
         if self.dev.type == "cuda":
             self.torch.cuda.empty_cache()
