@@ -542,6 +542,9 @@ class Aggregate:
     min_overlap: float
     problems: list[str]  # paths that are not in the results layout, and similar
     clock_bound: float = DEFAULT_BOUND_S
+    # the target-QPS searches per profile and the compliance tests (never performance runs)
+    searches: list = field(default_factory=list)
+    compliance: list = field(default_factory=list)
 
     def group(self, scenario, benchmark, mlperf_scenario, campaign=None) -> Group | None:
         for g in self.groups:
@@ -609,6 +612,8 @@ class Aggregate:
                 for label, groups in self.measured().items()
             ],
             "groups": [g.as_json() for g in self.groups],
+            "qps_searches": [r.as_json() for r in self.searches],
+            "compliance": [r.as_json() for r in self.compliance],
             "problems": self.problems,
         }
 
@@ -871,7 +876,17 @@ def aggregate_results(
     groups.sort(key=Group.key)
     for g in groups:
         _improvement(g, groups, baseline)
-    return Aggregate(str(root), groups, baseline, min_overlap, problems, clock_bound)
+    from miglab.mlperf.results.rounds import read_compliance, read_searches
+
+    searches = [r for r in read_searches(root, level) if not campaign or r.campaign == campaign]
+    tests = [
+        r
+        for r in read_compliance(root, scan.compliance_dirs, level)
+        if not campaign or r.campaign == campaign
+    ]
+    return Aggregate(
+        str(root), groups, baseline, min_overlap, problems, clock_bound, searches, tests
+    )
 
 
 def _group(

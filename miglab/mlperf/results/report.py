@@ -392,6 +392,40 @@ def _placement_rows(groups: list[Group]) -> list[list[str]]:
     return rows
 
 
+SEARCH_HEAD = ["profile", "benchmark", "scenario", "kind", "target QPS found", "trials",
+               "latency bound", "searched in", "date", "note"]  # fmt: skip
+SEARCH_TEXT = (
+    "Search runs, not results (their logs are not kept): per MIG profile, Server's highest "
+    "target QPS whose short run stayed VALID (LoadGen VALID, early stopping met, p99 within the "
+    "latency bound), Offline's expected QPS from one short calibration run (samples/s x 1.1). "
+    "Every VM of the profile ran its full runs at that target."
+)
+COMPLIANCE_HEAD = ["scenario", "VM", "benchmark", "MLPerf scenario", "test", "verdict", "reason"]
+COMPLIANCE_TEXT = (
+    "MLPerf compliance tests, verified as MLCommons' scripts do against the VM's "
+    "performance/run_1 (TEST01 also accuracy/run_1); never counted as performance runs."
+)
+
+
+def _search_rows(agg: Aggregate) -> list[list[str]]:
+    rows = []
+    for r in agg.searches:
+        bound = f"{r.latency_bound_ms:g} ms (p99)" if r.latency_bound_ms else "-"
+        note = r.problem or ("" if r.converged is not False else "not converged")
+        rows.append([r.profile, r.benchmark, r.mlperf_scenario,
+                     "calibration" if r.kind == "calibration" else "bisection",
+                     format_value(r.target_qps), str(r.trials), bound, r.vm or "-",
+                     r.date or "-", note])  # fmt: skip
+    return rows
+
+
+def _compliance_rows(agg: Aggregate) -> list[list[str]]:
+    return [
+        [r.scenario, r.vm, r.benchmark, r.mlperf_scenario, r.test, r.verdict, r.reason]
+        for r in agg.compliance
+    ]
+
+
 def _md_table(head: list[str], rows: list[list[str]]) -> str:
     def cell(s: str) -> str:
         return s.replace("|", "\\|").replace("\n", " ")
@@ -553,6 +587,12 @@ def write_report(
         notes = [f"{g.scenario}: {n}" for g in groups for n in g.notes]
         if notes:
             md += ["Notes:", ""] + [f"- {one_line(n)}" for n in notes] + [""]
+    if aggregate.searches:
+        md += ["## Target QPS search", "", SEARCH_TEXT, ""]
+        md += [_md_table(SEARCH_HEAD, _search_rows(aggregate)), ""]
+    if aggregate.compliance:
+        md += ["## Compliance", "", COMPLIANCE_TEXT, ""]
+        md += [_md_table(COMPLIANCE_HEAD, _compliance_rows(aggregate)), ""]
     excluded = [
         f"{g.campaign} {g.scenario} {g.benchmark} {g.mlperf_scenario} {x}"
         for g in aggregate.groups
@@ -608,6 +648,12 @@ def write_report(
         notes = [f"{g.scenario}: {n}" for g in groups for n in g.notes]
         if notes:
             h.append("<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
+    if aggregate.searches:
+        h.append(f"<h2>Target QPS search</h2><p>{html.escape(SEARCH_TEXT)}</p>")
+        h.append(_html_table(SEARCH_HEAD, _search_rows(aggregate)))
+    if aggregate.compliance:
+        h.append(f"<h2>Compliance</h2><p>{html.escape(COMPLIANCE_TEXT)}</p>")
+        h.append(_html_table(COMPLIANCE_HEAD, _compliance_rows(aggregate)))
     h.append("<h2>Excluded runs</h2>")
     h.append(
         "<ul>" + "".join(f"<li>{html.escape(x)}</li>" for x in excluded) + "</ul>"
