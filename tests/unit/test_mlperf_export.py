@@ -511,3 +511,17 @@ def test_json_output_is_the_plan_and_its_problems(tmp_path):
     assert {p["system"] for p in data["picks"]} == {"lab-s6-vm1", "lab-s6-vm2"}
     assert data["lab_metrics"][0]["kind"].startswith("sum over independent LoadGen instances")
     assert all(set(f) == {"path", "problem", "blocking"} for f in data["findings"])
+
+
+@pytest.mark.parametrize("f1,blocked", [(90.88, False), (85.0, True)])
+def test_bert_accuracy_is_read_with_the_checkers_f1_pattern(tmp_path, f1, blocked):
+    from miglab.mlperf.results.submission import _check_accuracy
+
+    (tmp_path / "accuracy.txt").write_text(json.dumps({"exact_match": 83.67, "f1": f1}) + "\n")
+    found = _check_accuracy(tmp_path, "acc", "bert-99", True)
+    assert [f.what for f in found] == (["F1 85.0 below the target 89.96526"] if blocked else [])
+    # the checker's line is there: only the hash line (truncate_accuracy_log.py) is missing
+    assert [f.what for f in _check_accuracy(tmp_path, "acc", "bert-99", False)
+            if "accuracy.txt" in f.path] == [
+        "no hash= line: run MLCommons' truncate_accuracy_log.py over the tree"
+    ]  # fmt: skip
