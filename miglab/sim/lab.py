@@ -169,6 +169,15 @@ def build_prerequisites() -> dict[str, str]:
     return env
 
 
+def runtime_image_archive(*, force: bool = False) -> Path:
+    """The runtime image's archive alone (the mlperf role's molecule scenario ``container``): the
+    Debian 12 base image (miglab/sim/build-images.sh) and the wheelhouse must be there."""
+    if not (WHEELHOUSE / ".complete").exists():
+        raise SimError(f"no MLPerf wheelhouse in {WHEELHOUSE}: run miglab sim up once")
+    base = os.environ.get("MIGLAB_GUEST_IMAGE", "localhost/miglab-debian12:latest")
+    return build_runtime_image({"MIGLAB_GUEST_IMAGE": base}, force=force)
+
+
 def _runtime_recipe(env: dict[str, str], wheels: list[Path]) -> str:
     """Hash of what the runtime image is made from: its Containerfile, the wheels and the base."""
     h = hashlib.sha256(RUNTIME_CONTAINERFILE.encode())
@@ -588,6 +597,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true")
     p = sub.add_parser("golden", help="only (re)build the golden guest image")
     p.add_argument("--force", action="store_true")
+    p = sub.add_parser(
+        "runtime-image", help="only (re)build the MLPerf runtime image's archive; print its path"
+    )
+    p.add_argument("--force", action="store_true")
     args = ap.parse_args(argv)
     try:
         if args.cmd == "up":
@@ -597,6 +610,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "status":
             return status(as_json=args.json)
         SIM_DIR.mkdir(parents=True, exist_ok=True)
+        if args.cmd == "runtime-image":
+            print(runtime_image_archive(force=args.force))
+            return 0
         build_golden(build_prerequisites(), default_inventory() / "hosts.yml", force=args.force)
         return 0
     except (SimError, subprocess.TimeoutExpired) as exc:
