@@ -416,3 +416,34 @@ def test_bad_dataset_options_are_one_error_line(imagenet, tmp_path, extra, messa
     lines = p.stderr.strip().splitlines()
     assert lines[-1].startswith("error: ") and message in lines[-1], p.stderr
     assert "Traceback" not in p.stderr
+
+
+def test_aggregate_and_report_judge_accuracy_runs(imagenet, tmp_path):
+    """The results side reads accuracy.txt with the checker's pattern and judges it against the
+    target itself: a passing and a failing AccuracyOnly run beside one performance run."""
+    pytest.importorskip("mlperf_loadgen")
+    pytest.importorskip("onnxruntime")
+    from miglab.mlperf.results.aggregate import aggregate_results
+    from miglab.mlperf.results.report import write_report
+
+    model = _class_model(tmp_path / "m.onnx", _centroids(imagenet))
+    vm = tmp_path / "results" / "lab" / "s1" / "vm1"
+    common = ["--sut", "onnxruntime", "--model", model, "--benchmark", "resnet50",
+              "--dataset-path", imagenet, "--out", vm, "--raw-seconds", "0",
+              "--performance-sample-count", "4", "--threads", "1"]  # fmt: skip
+    perf = run_cmd(*common, "--min-duration-ms", "0", "--min-query-count", "64",
+                   "--target-qps", "1000")  # fmt: skip
+    assert perf.returncode == 0, perf.stderr
+    good = run_cmd(*common, "--mode", "AccuracyOnly", "--target-qps", "100")
+    bad = run_cmd(*common, "--mode", "AccuracyOnly", "--target-qps", "100", "--run", "2",
+                  "--label-offset", "0")  # fmt: skip
+    assert (good.returncode, bad.returncode) == (0, 1), good.stderr + bad.stderr
+    agg = aggregate_results(tmp_path / "results")
+    rows = [(r.run, r.metric, r.value, r.verdict) for r in agg.accuracy]
+    assert rows == [(1, "acc", 100.0, "PASS"), (2, "acc", 0.0, "FAIL")]
+    assert agg.as_json()["accuracy"][1]["target"] == pytest.approx(75.6954)
+    assert len(agg.groups) == 1 and agg.groups[0].mlperf_scenario == "Offline"  # not counted
+    write_report(agg, tmp_path / "report")
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert "## Accuracy" in md
+    assert "| s1 | vm1 | resnet50 | Offline | run_2 | acc | 0.000 % | 75.695 % | FAIL |" in md

@@ -545,6 +545,8 @@ class Aggregate:
     # the target-QPS searches per profile and the compliance tests (never performance runs)
     searches: list = field(default_factory=list)
     compliance: list = field(default_factory=list)
+    # the AccuracyOnly runs, judged against their targets (miglab.mlperf.results.accuracy)
+    accuracy: list = field(default_factory=list)
 
     def group(self, scenario, benchmark, mlperf_scenario, campaign=None) -> Group | None:
         for g in self.groups:
@@ -614,6 +616,7 @@ class Aggregate:
             "groups": [g.as_json() for g in self.groups],
             "qps_searches": [r.as_json() for r in self.searches],
             "compliance": [r.as_json() for r in self.compliance],
+            "accuracy": [r.as_json() for r in self.accuracy],
             "problems": self.problems,
         }
 
@@ -794,6 +797,7 @@ def aggregate_results(
     # why a VM has no run of a group: (campaign, scenario, vm[, bench[, mlscen]]) -> reason
     refused: dict[tuple, str] = {}
     odd: dict[tuple, list[str]] = {}  # (campaign, scenario, bench, mlscen, vm) -> odd run folders
+    accuracy_runs: list[tuple[Path, tuple]] = []  # AccuracyOnly runs: judged, never counted
     for d in run_dirs:
         where, why = _layout(root, d)
         if where is None:
@@ -811,6 +815,8 @@ def aggregate_results(
             continue
         scenario_vms.setdefault((camp, scen), set()).add(vm)
         if kind != "performance":
+            if kind == "accuracy":
+                accuracy_runs.append((d, where))
             continue  # accuracy runs are not throughput measurements
         rec, problem = parse_run_safely(d, benchmark=bench, root=root)
         cells.setdefault((camp, scen, bench, mlscen), {}).setdefault(vm, {})[n] = VmRun(
@@ -884,9 +890,12 @@ def aggregate_results(
         for r in read_compliance(root, scan.compliance_dirs, level)
         if not campaign or r.campaign == campaign
     ]
+    from miglab.mlperf.results.accuracy import read_accuracy_runs
+
     return Aggregate(
-        str(root), groups, baseline, min_overlap, problems, clock_bound, searches, tests
-    )
+        str(root), groups, baseline, min_overlap, problems, clock_bound, searches, tests,
+        read_accuracy_runs(accuracy_runs),
+    )  # fmt: skip
 
 
 def _group(
