@@ -550,10 +550,12 @@ class TorchEngine(Engine):
         with self._sdpa():
             if self._compiled_fn is None:
                 return self._forward(idx)
-            if self._dynamic_batch and idx.shape[0] > 1:
+            if self._dynamic_batch:
                 import torch._dynamo
 
-                torch._dynamo.mark_dynamic(idx, 0)
+                for t in idx if isinstance(idx, tuple) else (idx,):  # real BERT data: 3 tensors
+                    if t.shape[0] > 1:
+                        torch._dynamo.mark_dynamic(t, 0)
             return self._compiled_fn(idx)
 
     def _outputs_of(self, bs):
