@@ -50,8 +50,12 @@ def test_plan_carries_the_mlperf_matrix(seed_plan):
         "min_duration_s": 600,
         # Offline calibration per MIG profile (the seed's qps_search: true), no accuracy or
         # compliance rounds (they need real weights and data)
-        "qps_search": {"min_duration_ms": 10000, "min_query_count": 1000, "tolerance": 0.02,
-                       "max_trials": 12},
+        "qps_search": {
+            "min_duration_ms": 10000,
+            "min_query_count": 1000,
+            "tolerance": 0.02,
+            "max_trials": 12,
+        },
         "accuracy": False,
         "compliance": [],
     }
