@@ -205,6 +205,10 @@ def test_no_guest_command_is_tied_to_the_virtualenv():
         assert "__mlperf_python +" in text
     runs = (ROLE / "tasks" / "runs.yml").read_text()
     assert "container.yml" in runs and "Remove the wave's runtime container" in runs
+    # what the runs read in the guest is mounted: weights, models, confs, accuracy datasets
+    container = (ROLE / "tasks" / "container.yml").read_text()
+    for name in ("mlperf_weights", "mlperf_models", "mlperf_user_conf", "mlperf_accuracy_args"):
+        assert name in container.split("mounts=", 1)[1], name
 
 
 def _driver(cuda="12.2", driver="535.216.01"):
