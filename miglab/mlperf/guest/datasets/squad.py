@@ -53,6 +53,7 @@ from pathlib import Path
 
 import numpy as np
 
+from miglab.formats.manifest import sha256_file
 from miglab.mlperf.guest.datasets.base import DatasetError, SampleSource, read_accuracy_entries
 
 __all__ = [
@@ -484,14 +485,6 @@ def evaluate(examples: list[SquadExample], predictions: dict[str, str]) -> dict:
 
 
 # --- the QSL ---------------------------------------------------------------------------------
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 class SquadSource(SampleSource):
     """SQuAD v1.1 dev features as a QSL: sample ``i`` is feature ``i`` (``input_ids``,
     ``input_mask``, ``segment_ids``, int64, 384 each)."""
@@ -534,12 +527,9 @@ class SquadSource(SampleSource):
         self._by_example = by_example
 
     def _features(self, data: dict, cache_dir) -> list[Feature]:
-        key = hashlib.sha256(
-            json.dumps(
-                [CACHE_VERSION, _sha256(self.path), _sha256(self.vocab_path), MAX_SEQ_LENGTH,
-                 DOC_STRIDE, MAX_QUERY_LENGTH]
-            ).encode()
-        ).hexdigest()[:24]  # fmt: skip
+        inputs = [CACHE_VERSION, sha256_file(self.path), sha256_file(self.vocab_path)]
+        inputs += [MAX_SEQ_LENGTH, DOC_STRIDE, MAX_QUERY_LENGTH]
+        key = hashlib.sha256(json.dumps(inputs).encode()).hexdigest()[:24]
         folder = Path(cache_dir) / "squad" / key if cache_dir else None
         if folder is not None and (folder / "features.json").is_file():
             try:

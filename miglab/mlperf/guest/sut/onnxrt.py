@@ -26,12 +26,12 @@ Outputs, by ``task`` (what the accuracy log holds, one row per sample):
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
 import numpy as np
 
+from miglab.formats.manifest import sha256_file
 from miglab.mlperf.guest.device import cpu_name, parse_device, require_cuda_session
 from miglab.mlperf.guest.sut.base import Engine, Pending, pick_bucket
 
@@ -47,14 +47,6 @@ ORT_TYPES = {
     "tensor(uint8)": np.uint8,
     "tensor(bool)": np.bool_,
 }
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 class OnnxRuntimeEngine(Engine):
@@ -100,7 +92,7 @@ class OnnxRuntimeEngine(Engine):
             self.device = f"CUDA device {index} (ONNX Runtime CUDA execution provider)"
         else:
             self.device = f"CPU ({cpu_name()}, {os.cpu_count()} logical CPUs)"
-        self.model = f"{path.name} (sha256 {_sha256(path)[:16]})"
+        self.model = f"{path.name} (sha256 {sha256_file(path)[:16]})"
         self.weights = weights
         self._inputs = self.session.get_inputs()
         batch_dims = {i.shape[0] for i in self._inputs if i.shape}
