@@ -375,6 +375,27 @@ def test_accuracy_only_run_files_accuracy_txt_and_passes_the_target(imagenet, tm
     assert "MANIFEST.sha256" not in (run / "MANIFEST.sha256").read_text()
 
 
+def test_accuracy_run_needs_no_target_qps_nor_a_sample_count_the_set_holds(imagenet, tmp_path):
+    """What the role's accuracy round passes (no raw throughput, no target QPS, the benchmark's
+    performance sample count 1024): Offline AccuracyOnly issues every sample in one query, and a
+    set smaller than 1024 samples is the QSL's performance set, as the reference's QSL does
+    (found on an H200 with 64 images: both stopped the run before)."""
+    pytest.importorskip("mlperf_loadgen")
+    pytest.importorskip("onnxruntime")
+    model = _class_model(tmp_path / "m.onnx", _centroids(imagenet))
+    p = run_cmd(
+        "--sut", "onnxruntime", "--model", model, "--benchmark", "resnet50",
+        "--mode", "AccuracyOnly", "--dataset-path", imagenet, "--out", tmp_path / "vm1",
+        "--raw-seconds", "0", "--threads", "1",
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert "performance_sample_count 1024 > the 4 samples of the dataset: 4" in p.stderr
+    run = tmp_path / "vm1" / "resnet50" / "Offline" / "accuracy" / "run_1"
+    assert (run / "accuracy.txt").read_text() == "accuracy=100.000%, good=4, total=4\n"
+    detail = (run / "mlperf_log_detail.txt").read_text()
+    assert '"key": "effective_performance_sample_count", "value": 4,' in detail
+
+
 def test_accuracy_below_the_target_fails_the_run(imagenet, tmp_path):
     """Without the -1 offset (the old decoding) every class is off by one: 0 %, exit 1."""
     pytest.importorskip("mlperf_loadgen")
