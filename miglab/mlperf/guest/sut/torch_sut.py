@@ -327,9 +327,10 @@ class TorchEngine(Engine):
             raise ValueError(f"the torch SUT has no model for benchmark {benchmark!r}")
         # what a row of the accuracy log holds (the reference's scripts take it as --dtype)
         self.log_dtype = "int64" if family == "resnet50" else "float32"
+        where = "staged on the device" if source is None else "loaded per query, host memory"
         self._progress(
             f"{self.model} built on {self.device} in {time.perf_counter() - t0:.1f} s "
-            f"({self.sample_count} samples staged, {self.inputs} inputs, {self.weights} weights)"
+            f"({self.sample_count} samples {where}, {self.inputs} inputs, {self.weights} weights)"
         )
         self._compiled_fn = None
         self._dynamic_batch = False
