@@ -267,3 +267,21 @@ def vcenter_args(sim) -> dict:
         "password": sim.password,
         "ca_bundle": sim.ca_file,
     }
+
+
+@contextlib.contextmanager
+def clock_responder(host: str = "127.0.0.1"):
+    """miglab's SNTP responder on ``host`` (an unused port, answering with this machine's
+    clock) in a thread, for as long as the block runs; yields the port."""
+    from miglab.mlperf.guest import clock as guest_clock
+
+    sock = guest_clock.bind(host, 0)
+    stop = threading.Event()
+    t = threading.Thread(target=guest_clock.serve, args=(sock,), kwargs={"stop": stop.is_set})
+    t.start()
+    try:
+        yield sock.getsockname()[1]
+    finally:
+        stop.set()
+        t.join()
+        sock.close()

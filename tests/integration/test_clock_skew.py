@@ -15,14 +15,12 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 
-from miglab.mlperf.guest import clock as guest_clock
 from miglab.mlperf.results.aggregate import aggregate_results
-from testlib import OFFLINE_COUNTED, ROOT
+from testlib import OFFLINE_COUNTED, ROOT, clock_responder
 
 LIBFAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
 MARGIN_S = 0.050
@@ -39,14 +37,8 @@ def skewed(seconds: str) -> dict:
 @pytest.fixture
 def controller():
     """miglab's responder on 127.0.0.1 (an unused port), answering with the real clock."""
-    sock = guest_clock.bind("127.0.0.1", 0)
-    stop = threading.Event()
-    t = threading.Thread(target=guest_clock.serve, args=(sock,), kwargs={"stop": stop.is_set})
-    t.start()
-    yield sock.getsockname()[1]
-    stop.set()
-    t.join()
-    sock.close()
+    with clock_responder() as port:
+        yield port
 
 
 def test_libfaketime_moves_the_guests_clock():

@@ -13,7 +13,6 @@ uncertainty plus a margin.
 from __future__ import annotations
 
 import json
-import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -31,7 +30,7 @@ from miglab.formats.chrony import ChronyError, parse_tracking, parse_tracking_cs
 from miglab.formats.run_meta import read_run_meta
 from miglab.formats.sntp import BadPacket, Packet, from_ntp, to_ntp
 from miglab.mlperf.guest import clock as guest_clock
-from testlib import FIXTURES
+from testlib import FIXTURES, clock_responder
 
 CHRONY = FIXTURES / "chrony"
 
@@ -296,14 +295,8 @@ def test_the_responder_answers_only_client_requests():
 
 @pytest.fixture
 def responder():
-    sock = guest_clock.bind("127.0.0.1", 0)
-    stop = threading.Event()
-    t = threading.Thread(target=guest_clock.serve, args=(sock,), kwargs={"stop": stop.is_set})
-    t.start()
-    yield sock.getsockname()[1]
-    stop.set()
-    t.join()
-    sock.close()
+    with clock_responder() as port:
+        yield port
 
 
 def test_measuring_against_the_responder_on_the_same_clock(responder):
