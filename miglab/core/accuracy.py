@@ -33,6 +33,7 @@ from miglab.core.mlperf_rules import benchmark_class
 
 __all__ = [
     "ACC_PATTERNS",
+    "TARGETS",
     "AccuracyTarget",
     "accuracy_target",
     "accuracy_text",

@@ -58,6 +58,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from miglab.core.accuracy import TARGETS as ACCURACY_TARGETS
+from miglab.core.accuracy import parse_accuracy_text
 from miglab.core.compliance import (
     ACCURACY_LOG,
     read_accuracy_log,
@@ -133,11 +135,6 @@ MEASUREMENT_FIELDS = (
 )  # fmt: skip
 PERF_FILES = (DETAIL_LOG, SUMMARY_LOG)  # REQUIRED_PERF_FILES
 ACC_FILES = (SUMMARY_LOG, DETAIL_LOG, "accuracy.txt", ACCURACY_LOG)  # REQUIRED_ACC_FILES
-# ACC_PATTERN of the metrics of the benchmarks miglab runs
-ACC_PATTERNS = {
-    "acc": re.compile(r"^(?:\{\"accuracy|accuracy)[\": ]*=?\s*([\d\.]+).*"),
-    "F1": re.compile(r"^{[\"\']exact_match[\"\']\:\s*[\d\.]+,\s*[\"\']f1[\"\']\:\s*([\d\.]+)}"),
-}
 _HASH_RE = re.compile(r"^hash=([\w\d]+)$")
 
 
@@ -187,12 +184,7 @@ ROUNDS = {
     ),
 }  # fmt: skip
 DEFAULT_ROUND = "v5.1"  # the submission checker's default --version
-# accuracy-target (metric, value), dataset-size; the same in v5.0, v5.1 and v6.0
-ACCURACY_TARGET = {
-    "resnet": ("acc", 76.46 * 0.99),
-    "bert-99": ("F1", 90.874 * 0.99),
-    "bert-99.9": ("F1", 90.874 * 0.999),
-}
+# dataset-size (the accuracy targets, the same in v5.0, v5.1 and v6.0: miglab.core.accuracy)
 DATASET_SIZE = {"resnet": 50000, "bert-99": 10833, "bert-99.9": 10833}
 COMPLIANCE_TESTS = {
     "resnet": ("TEST01", "TEST04"),
@@ -205,7 +197,7 @@ def checker_benchmark(name: str | None) -> str | None:
     """The checker's benchmark name (``MODEL_CONFIG`` ``models``) of a miglab benchmark:
     ``resnet50`` -> ``resnet``, ``bert-99`` -> ``bert-99``; None when miglab knows no mapping."""
     cls = benchmark_class(name)
-    return cls if cls in ACCURACY_TARGET else None
+    return cls if cls in ACCURACY_TARGETS else None
 
 
 # --- findings ------------------------------------------------------------------------------------
@@ -1240,11 +1232,10 @@ def _check_accuracy(d: Path, acc: str, bench: str, blocking: bool) -> list[Findi
     )
     txt = d / "accuracy.txt"
     if txt.is_file():
-        metric, target = ACCURACY_TARGET[bench]
-        lines = txt.read_text(encoding="utf-8", errors="replace").splitlines()
-        score = next(
-            (float(m.group(1)) for line in lines if (m := ACC_PATTERNS[metric].match(line))), None
-        )
+        metric, target = ACCURACY_TARGETS[bench].metric, ACCURACY_TARGETS[bench].value
+        text = txt.read_text(encoding="utf-8", errors="replace")
+        lines = text.splitlines()
+        score = parse_accuracy_text(text, bench)
         if score is None and not blocking:
             out.append(Finding(f"{acc}/accuracy.txt", f"no {metric} line the checker reads"))
         elif score is not None and score < target and blocking:
