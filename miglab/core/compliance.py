@@ -48,6 +48,7 @@ from miglab.formats.loadgen import DETAIL_LOG, DetailLog, read_detail_log
 __all__ = [
     "ACCURACY_LOG",
     "APPLIES",
+    "tests_for",
     "AUDIT_CONFIG",
     "AUDIT_CONFIGS",
     "SOURCE_COMMIT",
@@ -111,6 +112,12 @@ _DTYPES = {"byte": "b", "float32": "f", "int32": "i", "int64": "q"}
 def _bench(benchmark: str) -> str:
     b = benchmark.lower()
     return "bert" if b.startswith("bert") else ("resnet50" if b.startswith("resnet") else b)
+
+
+def tests_for(benchmark: str) -> tuple[str, ...]:
+    """The compliance tests the rules ask of ``benchmark`` (miglab's or the checker's name:
+    ``resnet50``/``resnet``: TEST01 and TEST04; ``bert-99``: TEST01)."""
+    return tuple(test for test in TESTS if _bench(benchmark) in APPLIES[test])
 
 
 def audit_config(test: str, benchmark: str) -> str:

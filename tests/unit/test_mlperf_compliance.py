@@ -251,3 +251,9 @@ def test_verify_names_a_missing_reference(tmp_path):
     (tmp_path / "TEST04").mkdir()
     out = c.verify(tmp_path, "TEST04")
     assert not out["verify_performance.txt"].passed
+
+
+def test_tests_for_a_benchmark_follow_the_rules_under_either_name():
+    # TEST04 is exempt for BERT (compliance/TEST04/README.md); checker name resnet = resnet50
+    assert c.tests_for("resnet50") == c.tests_for("resnet") == ("TEST01", "TEST04")
+    assert c.tests_for("bert-99") == c.tests_for("bert-99.9") == ("TEST01",)

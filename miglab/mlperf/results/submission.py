@@ -63,6 +63,7 @@ from miglab.core.accuracy import parse_accuracy_text
 from miglab.core.compliance import (
     ACCURACY_LOG,
     read_accuracy_log,
+    tests_for,
     verify_accuracy,
     verify_performance_test01,
     verify_performance_test04,
@@ -186,11 +187,6 @@ ROUNDS = {
 DEFAULT_ROUND = "v5.1"  # the submission checker's default --version
 # dataset-size (the accuracy targets, the same in v5.0, v5.1 and v6.0: miglab.core.accuracy)
 DATASET_SIZE = {"resnet": 50000, "bert-99": 10833, "bert-99.9": 10833}
-COMPLIANCE_TESTS = {
-    "resnet": ("TEST01", "TEST04"),
-    "bert-99": ("TEST01",),
-    "bert-99.9": ("TEST01",),
-}
 
 
 def checker_benchmark(name: str | None) -> str | None:
@@ -890,7 +886,7 @@ def _plan_files(plan: ExportPlan, pick: Pick, info: dict | None) -> None:
     plan.files[f"{meas}/{meas_name}"] = (
         json.dumps(measurements_description(rec, info), indent=2) + "\n"
     )
-    for test in COMPLIANCE_TESTS.get(pick.benchmark, ()):
+    for test in tests_for(pick.benchmark):
         tdir = src / test
         if not tdir.is_dir():
             continue
@@ -1037,7 +1033,7 @@ def _write_verifications(plan: ExportPlan, stage: Path) -> None:
     for p in plan.picks:
         dirs = plan.scenario_dirs(p.system, p.benchmark, p.scenario)
         res, comp = stage / dirs["results"], stage / dirs["compliance"]
-        for test in COMPLIANCE_TESTS.get(p.benchmark, ()):
+        for test in tests_for(p.benchmark):
             tdir = comp / test
             if not tdir.is_dir():
                 continue
@@ -1128,7 +1124,7 @@ def check_tree(root: str | Path, plan: ExportPlan) -> list[Finding]:
                     )
         out += _check_accuracy(root / res / "accuracy", f"{res}/accuracy", p.benchmark, False)
         if closed:
-            for test in COMPLIANCE_TESTS.get(p.benchmark, ()):
+            for test in tests_for(p.benchmark):
                 tdir = f"{dirs['compliance']}/{test}"
                 if not (root / tdir).is_dir():
                     out.append(
