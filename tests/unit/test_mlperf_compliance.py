@@ -119,9 +119,11 @@ from miglab.mlperf.guest.sut.tiny import make_tiny_model  # noqa: E402
 from miglab.mlperf.results.aggregate import aggregate_results  # noqa: E402
 
 # Server at a fixed target: LoadGen's seeded schedule makes the score the same in every run, so
-# no verdict depends on this machine's speed (the SUT keeps up with 500 QPS many times over).
+# no verdict depends on this machine's speed (the SUT keeps up with 500 QPS many times over). The
+# latency bound is 2 s, not 100 ms: on a loaded 2-core machine (a simulated lab running beside
+# the tests) the tiny model's p99 reached 89 ms and a run came back INVALID.
 OPTS = ["--sut", "onnxruntime", "--benchmark", "resnet50", "--scenario", "Server",
-        "--raw-seconds", "0", "--target-qps", "500", "--target-latency-ms", "100",
+        "--raw-seconds", "0", "--target-qps", "500", "--target-latency-ms", "2000",
         "--min-duration-ms", "1000", "--min-query-count", "1000",
         "--performance-sample-count", "100", "--threads", "1"]  # fmt: skip
 
