@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import json
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -227,7 +228,7 @@ def test_system_entry_compiles_and_matches_dell_format(harness):
     s = _sys("2g.20gb")
     entry = render_system_entry(s)
     assert (
-        '    vA100_PCIe_80GB_2g20gb = SystemClass("vA100-PCIe-80GB_2g.20gb", '
+        '    A100D_2_20C_vGPUx1 = SystemClass("vA100-PCIe-80GB_2g.20gb", '
         '["GRID A100D-2-20C", "NVIDIA A100D-2-20C"], [], Architecture.Ampere, [1])'
     ) in entry
     assert "912dcdb9163736beca40a1f86e25d1305deab549" in entry
@@ -236,7 +237,7 @@ def test_system_entry_compiles_and_matches_dell_format(harness):
     ns: dict = {}
     exec(compile(text, "system_list.py", "exec"), ns)
     known = ns["KnownSystems"]
-    got = known.vA100_PCIe_80GB_2g20gb
+    got = known.A100D_2_20C_vGPUx1
     assert (
         got.gpu == "vA100-PCIe-80GB_2g.20gb" and got.pci_ids == [] and got.supported_counts == [1]
     )
@@ -384,21 +385,28 @@ class FakeMake:
 
     def __init__(self, harness: Path, system_id: str, fail: str | None = None, write=True):
         self.harness, self.system_id, self.fail, self.write = harness, system_id, fail, write
+        self.detected = system_id  # what scripts/get_system_id.py prints
         self.calls: list[tuple[list[str], str]] = []
         self.n = 0
 
-    def __call__(self, cmd, cwd=None, check=False, timeout=None):
+    def __call__(self, cmd, cwd=None, check=False, timeout=None, **kw):
         self.calls.append((cmd, cwd))
-        if cmd[1] == self.fail:
-            return subprocess.CompletedProcess(cmd, 2)
-        if cmd[1] == "run_harness" and self.write:
+        inner = cmd
+        if cmd[1] == "launch_docker":  # the step inside the harness's container
+            inner = shlex.split(cmd[-1].split("=", 1)[1])
+        target = inner[1] if inner[0] == "make" else inner[-1]
+        if target == self.fail:
+            return subprocess.CompletedProcess(cmd, 2, "", "make: *** [Makefile] Error 1\n")
+        if target == "scripts/get_system_id.py":
+            return subprocess.CompletedProcess(cmd, 0, f"Launching\n{self.detected}\n", "")
+        if target == "run_harness" and self.write:
             self.n += 1
-            args = dict(a.split("=", 1) for a in cmd[2][len("RUN_ARGS=") :].split())
+            args = dict(a.split("=", 1) for a in inner[2][len("RUN_ARGS=") :].split())
             bench = {"resnet50": "resnet50", "bert": "bert-99"}[args["--benchmarks"]]
             src = {"resnet50": RN50_OFFLINE, "bert-99": BERT_OFFLINE}[bench]
             _logs(self.harness, f"2021.09.0{self.n}-10.00.00", self.system_id, bench,
                   args["--scenarios"], src)  # fmt: skip
-        return subprocess.CompletedProcess(cmd, 0)
+        return subprocess.CompletedProcess(cmd, 0, "", "")
 
 
 def test_backend_prepare_and_run(harness, tmp_path):
@@ -414,26 +422,35 @@ def test_backend_prepare_and_run(harness, tmp_path):
         meta={"vm": "camp-s1-vm1", "scenario": "s1"},
     )
     be.prepare(settings)
+
+    def launch(*inner):
+        return ["make", "launch_docker", "MIG_CONF=OFF", f"DOCKER_COMMAND={shlex.join(inner)}"]
+
     assert [c for c, _ in fake.calls] == [
-        ["make", "build"],
-        ["make", "generate_engines", "RUN_ARGS=--benchmarks=resnet50 --scenarios=Offline"],
-        ["make", "generate_engines", "RUN_ARGS=--benchmarks=bert --scenarios=Offline"],
+        ["make", "build_docker", "NO_BUILD=1"],
+        ["make", "docker_add_user"],
+        launch("make", "build"),
+        launch("python3", "scripts/get_system_id.py"),
+        launch("make", "generate_engines", "RUN_ARGS=--benchmarks=resnet50 --scenarios=Offline"),
+        launch("make", "generate_engines", "RUN_ARGS=--benchmarks=bert --scenarios=Offline"),
     ]
     assert all(cwd == str(harness) for _, cwd in fake.calls)
     assert (
-        "vA100_PCIe_80GB_2g20gb = SystemClass("
-        in (harness / "code/common/system_list.py").read_text()
+        "A100D_2_20C_vGPUx1 = SystemClass(" in (harness / "code/common/system_list.py").read_text()
     )
     out = tmp_path / "results" / "camp" / "s1" / "vm1"
     for n, bench in enumerate(("resnet50", "bert-99"), start=1):
         run_dir = be.run(bench, "Offline", "PerformanceOnly", out, n)
         cmd = fake.calls[-1][0]
-        assert cmd[1] == "run_harness" and "--test_mode=PerformanceOnly" in cmd[2]
+        assert cmd[1] == "launch_docker" and "make run_harness" in cmd[-1]
+        assert "--test_mode=PerformanceOnly" in cmd[-1]
         meta = json.loads((run_dir / RUN_META).read_text())
         assert meta["backend"] == "nvidia" and meta["weights"] == "real"
         assert meta["vm"] == "camp-s1-vm1" and meta["profile"] == "2g.20gb"
         assert meta["vgpu_type"] == "grid_a100d-2-20c"
         assert meta["harness"]["system_id"] == "vA100-PCIe-80GB_2g.20gbx1"
+        assert meta["harness"]["round"] == "v1.1" and meta["harness"]["launch"] == "docker"
+        assert meta["loadgen"]["validity"] == "VALID" and meta["loadgen"]["valid"]
         assert meta["started_at"] <= meta["finished_at"]
         rec = parse_run(run_dir)
         assert rec.valid and rec.meta.backend == "nvidia"
@@ -446,7 +463,7 @@ def test_backend_errors(harness, tmp_path):
     with pytest.raises(BackendError, match="prepare"):
         be.run("resnet50", "Offline", "PerformanceOnly", tmp_path, 1)
     with pytest.raises(BackendError, match="make build failed"):
-        be.prepare(NvidiaSettings(harness_dir=str(harness), profile="1g.10gb"))
+        be.prepare(NvidiaSettings(harness_dir=str(harness), profile="1g.10gb", launch="inside"))
     with pytest.raises(BackendError, match="no such harness"):
         be.prepare(NvidiaSettings(harness_dir=str(tmp_path / "none")))
     be = NvidiaBackend(runner=FakeMake(harness, s.system_id, write=False))
@@ -460,15 +477,102 @@ def test_templates_are_package_data():
 
     data = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
     assert (
-        "templates/nvidia/*.j2"
-        in data["tool"]["setuptools"]["package-data"]["miglab.mlperf.guest.backends"]
+        "templates/*/*.j2"
+        in data["tool"]["setuptools"]["package-data"]["miglab.mlperf.guest.backends.nvidia"]
     )
     from importlib import resources
 
     names = {
         p.name
-        for p in resources.files("miglab.mlperf.guest.backends")
-        .joinpath("templates/nvidia")
+        for p in resources.files("miglab.mlperf.guest.backends.nvidia")
+        .joinpath("templates/v1.1")
         .iterdir()
     }
     assert {"system_entry.py.j2", "config.py.j2"} <= names
+
+
+def test_detection_refuses_another_system(harness, tmp_path):
+    """The harness's own detection names a bare-metal class: miglab stops before any engine."""
+    s = _sys("2g.20gb")
+    fake = FakeMake(harness, s.system_id)
+    fake.detected = "A100-PCIe-80GBx1"
+    with pytest.raises(BackendError, match="detects this VM as 'A100-PCIe-80GBx1'"):
+        NvidiaBackend(runner=fake).prepare(
+            NvidiaSettings(harness_dir=str(harness), profile="2g.20gb")
+        )
+    assert not any("generate_engines" in " ".join(c) for c, _ in fake.calls)
+
+
+def test_detected_mig_id_gets_mig_configs(harness, tmp_path):
+    """nvidia-smi in the VM lists the MIG device: the harness's id has v1.1's MIG suffix, and the
+    configs are written for that id (System(..., mig_conf=...))."""
+    s = _sys("2g.20gb")
+    fake = FakeMake(harness, s.mig_system_id)
+    fake.detected = s.mig_system_id
+    be = NvidiaBackend(runner=fake)
+    be.prepare(NvidiaSettings(harness_dir=str(harness), profile="2g.20gb", launch="inside"))
+    text = (harness / "configs/resnet50/Offline/__init__.py").read_text()
+    assert "class vA100_PCIe_80GB_2g20gb_MIG_1x2g20gb(BenchmarkConfiguration):" in text
+    assert "MIGConfiguration({0: {MIGSlice(2, 20): 1}})" in text
+    assert text.count("# miglab:begin config") == 1
+    run_dir = be.run("resnet50", "Offline", "PerformanceOnly", tmp_path / "out", 1)
+    meta = json.loads((run_dir / RUN_META).read_text())
+    assert meta["harness"]["system_id"] == "vA100-PCIe-80GB_2g.20gb-MIG_1x2g.20gb"
+
+
+def test_compliance_is_refused(harness, tmp_path):
+    s = _sys()
+    be = NvidiaBackend(runner=FakeMake(harness, s.system_id))
+    be.prepare(NvidiaSettings(harness_dir=str(harness), profile="1g.10gb", steps=()))
+    be.compliance = "TEST04"
+    with pytest.raises(BackendError, match="run_audit_harness"):
+        be.run("resnet50", "Offline", "PerformanceOnly", tmp_path, 1)
+
+
+def test_run_command_builds_nvidia_settings():
+    """``python -m miglab.mlperf.run --backend nvidia``: the harness's settings, not the
+    reference SUT's; --sut belongs to the reference backend."""
+    from miglab.mlperf.guest.run import build_parser, settings_from_args
+
+    argv = [
+        "--backend", "nvidia", "--benchmark", "bert", "--scenario", "Server", "--out", "/o",
+        "--harness-dir", "/opt/harness", "--harness-round", "v1.1", "--gpu", "A100-PCIE-80GB",
+        "--profile", "2g.20gb", "--vgpu-type", "grid_a100d-2-20c", "--min-duration-ms", "60000",
+        "--harness-make-var", "MLPERF_SCRATCH_PATH=/scratch", "--system-prefix", "R750xa",
+    ]  # fmt: skip
+    s = settings_from_args(build_parser().parse_args(argv))
+    assert isinstance(s, NvidiaSettings)
+    assert (s.harness_dir, s.round, s.launch, s.prefix) == (
+        "/opt/harness",
+        "v1.1",
+        "docker",
+        "R750xa",
+    )
+    assert (s.benchmarks, s.scenarios, s.profile) == (("bert",), ("Server",), "grid_a100d-2-20c")
+    assert s.make_vars == ("MLPERF_SCRATCH_PATH=/scratch",) and s.min_duration_ms == 60000
+    assert s.steps == ("docker", "build", "detect", "generate_engines")
+    with pytest.raises(BackendError, match="needs --harness-dir, --gpu"):
+        settings_from_args(build_parser().parse_args(argv[:6] + ["--profile", "1g.10gb"]))
+    with pytest.raises(BackendError, match="--sut is the reference backend's"):
+        settings_from_args(build_parser().parse_args([*argv, "--sut", "torch"]))
+    with pytest.raises(BackendError, match="--sut is required"):
+        settings_from_args(build_parser().parse_args(argv[2:8]))
+
+
+def test_nvidia_run_args_carry_duration_and_target(harness):
+    s = _sys("1g.10gb")
+    fake = FakeMake(harness, s.system_id, write=False)
+    be = NvidiaBackend(runner=fake)
+    be.prepare(
+        NvidiaSettings(
+            harness_dir=str(harness), profile="1g.10gb", steps=(), launch="inside",
+            min_duration_ms=10000, min_query_count=100, target_qps=5000.0,
+        )
+    )  # fmt: skip
+    with pytest.raises(BackendError, match="wrote no logs"):
+        be.run("resnet50", "Server", "PerformanceOnly", harness, 1)
+    assert fake.calls[-1][0] == [
+        "make", "run_harness",
+        "RUN_ARGS=--benchmarks=resnet50 --scenarios=Server --test_mode=PerformanceOnly "
+        "--min_duration=10000 --min_query_count=100 --server_target_qps=5000",
+    ]  # fmt: skip

@@ -51,7 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
         "the miglab collector.",
     )
     p.add_argument("--backend", default="reference", choices=BACKENDS)
-    p.add_argument("--sut", required=True, choices=("torch", "onnxruntime", "slice-model"))
+    p.add_argument(
+        "--sut",
+        choices=("torch", "onnxruntime", "slice-model"),
+        help="the reference backend's SUT (required there; the nvidia backend runs NVIDIA's)",
+    )
     p.add_argument("--benchmark", required=True, help="resnet50, bert-99 (bert), bert-99.9")
     p.add_argument("--scenario", default="Offline", choices=SCENARIOS)
     p.add_argument("--mode", default="PerformanceOnly", choices=MODES)
@@ -175,6 +179,36 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--search-tolerance", type=float, default=0.02, help="relative (0.02: 2 %%)")
     g.add_argument("--search-max-trials", type=int, default=12)
     g.add_argument("--search-start-qps", type=float, help="default: the raw throughput")
+    g = p.add_argument_group(
+        "NVIDIA's harness (--backend nvidia; miglab.mlperf.guest.backends.nvidia)"
+    )
+    g.add_argument("--harness-dir", help="the harness folder (closed/NVIDIA: Makefile, code/)")
+    g.add_argument("--harness-round", default="v1.1", help="its round: v1.1 or v4.1")
+    g.add_argument(
+        "--harness-launch",
+        choices=("docker", "inside"),
+        default="docker",
+        help="docker: each step in the harness's container (make launch_docker); inside: this "
+        "process runs in that container already",
+    )
+    g.add_argument(
+        "--harness-steps",
+        default="docker,build,detect,generate_engines",
+        help="prepare's steps, comma-separated (default docker,build,detect,generate_engines)",
+    )
+    g.add_argument(
+        "--harness-make-var",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a variable for every make call (MLPERF_SCRATCH_PATH=..., NO_DOCKER_PULL=1); repeat",
+    )
+    g.add_argument("--harness-run-args", default="", help="appended to RUN_ARGS")
+    g.add_argument("--gpu", help="the VM's GPU board as the catalog names it (A100-PCIE-80GB)")
+    g.add_argument("--vgpu-count", type=int, default=1, help="vGPUs of --profile in the VM")
+    g.add_argument("--system-prefix", default="", help="system name prefix (R750xa)")
+    g.add_argument("--nvidia-smi-name", help="the GPU name nvidia-smi -L prints in the VM")
+    g.add_argument("--harness-timeout", type=float, help="seconds a make step may take")
     g = p.add_argument_group("the lab")
     g.add_argument(
         "--start-at",
@@ -234,10 +268,72 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def settings_from_args(a):
-    from miglab.mlperf.guest.backends.reference import ReferenceSettings
+def _meta(a) -> dict:
     from miglab.mlperf.guest.runtime import runtime_record
 
+    return {
+        "vm": a.vm,
+        "scenario": a.lab_scenario,
+        "profile": a.profile,
+        "vgpu_type": a.vgpu_type,
+        "placement": a.placement,
+        "notes": a.notes,
+        # None keeps the backend's own verdict (False for a real run).
+        "simulated": True if a.simulated_lab else None,
+        "runtime": runtime_record(),  # container (image, id) or venv: the mlperf role's
+    }
+
+
+def nvidia_settings_from_args(a):
+    """``--backend nvidia``'s settings (NVIDIA's harness for this VM's vGPU)."""
+    from miglab.mlperf.guest.backends.nvidia import NvidiaSettings
+
+    missing = [
+        opt
+        for opt, value in (
+            ("--harness-dir", a.harness_dir),
+            ("--gpu", a.gpu),
+            ("--profile", a.profile),
+        )
+        if not value
+    ]
+    if missing:
+        raise BackendError(f"--backend nvidia needs {', '.join(missing)}")
+    if a.sut:
+        raise BackendError("--sut is the reference backend's: the nvidia backend runs NVIDIA's SUT")
+    bad = [v for v in a.harness_make_var if "=" not in v or not v.split("=", 1)[0].isidentifier()]
+    if bad:
+        raise BackendError(f"--harness-make-var: not NAME=VALUE: {', '.join(bad)}")
+    return NvidiaSettings(
+        harness_dir=a.harness_dir,
+        round=a.harness_round,
+        launch=a.harness_launch,
+        gpu=a.gpu,
+        profile=a.vgpu_type or a.profile,
+        count=a.vgpu_count,
+        prefix=a.system_prefix,
+        nvidia_smi_name=a.nvidia_smi_name,
+        benchmarks=(a.benchmark,),
+        scenarios=(a.scenario,),
+        steps=tuple(x.strip() for x in a.harness_steps.split(",") if x.strip()),
+        make_vars=tuple(a.harness_make_var),
+        extra_run_args=a.harness_run_args,
+        min_duration_ms=a.min_duration_ms,
+        min_query_count=a.min_query_count,
+        target_qps=a.target_qps,
+        timeout_s=a.harness_timeout,
+        overwrite=a.overwrite,
+        meta=_meta(a),
+    )
+
+
+def settings_from_args(a):
+    from miglab.mlperf.guest.backends.reference import ReferenceSettings
+
+    if a.backend == "nvidia":
+        return nvidia_settings_from_args(a)
+    if not a.sut:
+        raise BackendError("--sut is required with the reference backend")
     sizes = None
     if a.batch_sizes:
         try:
@@ -289,17 +385,7 @@ def settings_from_args(a):
         auto_target_factor=a.auto_target_factor,
         seed=a.seed,
         overwrite=a.overwrite,
-        meta={
-            "vm": a.vm,
-            "scenario": a.lab_scenario,
-            "profile": a.profile,
-            "vgpu_type": a.vgpu_type,
-            "placement": a.placement,
-            "notes": a.notes,
-            # None keeps the backend's own verdict (False for a real run).
-            "simulated": True if a.simulated_lab else None,
-            "runtime": runtime_record(),  # container (image, id) or venv: the mlperf role's
-        },
+        meta=_meta(a),
     )
 
 

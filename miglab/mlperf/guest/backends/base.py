@@ -27,6 +27,7 @@ __all__ = [
     "BackendError",
     "BenchmarkInfo",
     "benchmark_info",
+    "loadgen_result",
     "progress",
     "run_dir_for",
 ]
@@ -106,3 +107,41 @@ class Backend(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release what ``prepare`` took (GPU memory, sessions)."""
+
+
+def loadgen_result(run_dir: Path, benchmark: str, meta: dict | None = None) -> dict:
+    """LoadGen's verdict on a run, read with the collector; the submission verdict also judges
+    what ``meta`` (the run's metadata, not written yet) says was measured."""
+    from miglab.core.mlperf_rules import measurement_problems
+    from miglab.core.runs import parse_run
+    from miglab.errors import ValidationError
+
+    try:
+        r = parse_run(run_dir, benchmark=benchmark)
+    except ValidationError as exc:
+        return {"valid": False, "reasons": [str(p) for p in exc.problems]}
+    m = meta or {}
+    measured = [
+        x
+        for x in measurement_problems(
+            simulated=m.get("simulated"),
+            weights=m.get("weights"),
+            inputs=m.get("inputs"),
+            device_kind=(m.get("device") or {}).get("kind"),
+        )
+        if x not in r.submission_reasons
+    ]
+    pct = (r.latency_ns or {}).get("percentiles") or {}
+    return {
+        "version": r.loadgen_version,
+        "validity": r.loadgen_validity,
+        "valid": r.valid,
+        "reasons": r.invalid_reasons,
+        "metric": r.metric,
+        "value": r.value,
+        "unit": r.unit,
+        "p99_latency_ms": (pct["99.00"] / 1e6) if pct.get("99.00") else None,
+        "p50_latency_ms": (pct["50.00"] / 1e6) if pct.get("50.00") else None,
+        "submission_valid": r.submission_valid and not measured,
+        "submission_reasons": r.submission_reasons + measured,
+    }
