@@ -552,7 +552,7 @@ def test_run_command_builds_nvidia_settings():
     assert s.make_vars == ("MLPERF_SCRATCH_PATH=/scratch",) and s.min_duration_ms == 60000
     assert s.steps == ("docker", "build", "detect", "generate_engines")
     with pytest.raises(BackendError, match="needs --harness-dir, --gpu"):
-        settings_from_args(build_parser().parse_args(argv[:6] + ["--profile", "1g.10gb"]))
+        settings_from_args(build_parser().parse_args(argv[:8] + ["--profile", "1g.10gb"]))
     with pytest.raises(BackendError, match="--sut is the reference backend's"):
         settings_from_args(build_parser().parse_args([*argv, "--sut", "torch"]))
     with pytest.raises(BackendError, match="--sut is required"):
