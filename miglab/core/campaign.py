@@ -56,6 +56,13 @@ SCENARIO_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}"
 # <campaign>/qps_search/<profile>/...: the searched target QPS per MIG profile (mlperf role)
 RESERVED_SCENARIO_IDS = ("qps_search",)
 QPS_SEARCH_KEYS = ("min_duration_ms", "min_query_count", "tolerance", "max_trials")
+# How the guests run MLPerf (miglab.mlperf.guest.backends): miglab's reference SUTs, or NVIDIA's
+# closed-division harness of a round (miglab.mlperf.guest.backends.nvidia.ROUNDS; a unit test
+# keeps the two lists equal) -- v1.1 has no Hopper GPUs, v4.1 does.
+MLPERF_BACKENDS = ("reference", "nvidia")
+HARNESS_ROUNDS = {"v1.1": ("ampere", "turing"), "v4.1": ("ampere", "ada", "hopper")}
+HARNESS_KEYS = ("round", "dir", "source", "prefix", "launch", "make_vars")
+HARNESS_LAUNCHES = ("docker", "inside")
 
 
 @dataclass(frozen=True)
@@ -84,6 +91,28 @@ class QpsSearchSpec:
 
 
 @dataclass(frozen=True)
+class HarnessSpec:
+    """``mlperf.harness`` (backend nvidia): which round of NVIDIA's harness, and where."""
+
+    round: str
+    dir: str  # the harness folder (closed/NVIDIA) in the guests
+    source: str | None = None  # a controller folder copied to ``dir`` (None: already there)
+    prefix: str = ""  # system name prefix (R750xa)
+    launch: str = "docker"  # docker: steps in the harness's container; inside: miglab is in it
+    make_vars: tuple[tuple[str, str], ...] = ()  # NAME=value for every make call
+
+    def as_json(self) -> dict:
+        return {
+            "round": self.round,
+            "dir": self.dir,
+            "source": self.source,
+            "prefix": self.prefix,
+            "launch": self.launch,
+            "make_vars": dict(self.make_vars),
+        }
+
+
+@dataclass(frozen=True)
 class MlperfSpec:
     benchmarks: tuple[str, ...]
     scenarios: tuple[str, ...]
@@ -94,6 +123,8 @@ class MlperfSpec:
     qps_search: QpsSearchSpec | None = None
     accuracy: bool = False  # an AccuracyOnly round per VM, benchmark and scenario
     compliance: tuple[str, ...] = ()  # TEST01, TEST04
+    backend: str = "reference"  # MLPERF_BACKENDS
+    harness: HarnessSpec | None = None  # backend nvidia
 
     def compliance_pairs(self) -> list[tuple[str, str]]:
         """(test, benchmark) for every benchmark each compliance test applies to."""
@@ -238,6 +269,7 @@ def parse_campaign(
         else None
     )
     sched = _schedule(top.get("schedule"), p) if "schedule" in top else ScheduleSpec()
+    _harness_problems(gpu if isinstance(gpu, GpuModel) else None, mlperf, p)
     p.raise_if_any()
 
     campaign = Campaign(
@@ -419,7 +451,14 @@ def _mlperf(raw, p: Problems, scenarios: dict) -> MlperfSpec | None:
             path,
             p,
             required=["benchmarks", "scenarios", "runs", "baseline"],
-            optional=["min_duration_s", "qps_search", "accuracy", "compliance"],
+            optional=[
+                "min_duration_s",
+                "qps_search",
+                "accuracy",
+                "compliance",
+                "backend",
+                "harness",
+            ],
         )
         is None
     ):
@@ -461,13 +500,119 @@ def _mlperf(raw, p: Problems, scenarios: dict) -> MlperfSpec | None:
     )
     accuracy = schema.boolean(raw.get("accuracy", False), f"{path}.accuracy", p)
     tests = _compliance(raw, path, p, benches, accuracy) if "compliance" in raw else ()
-    if None in (benches, scens, runs, dur, accuracy, tests) or not isinstance(baseline, str):
+    backend, harness = _backend(raw, path, p, search, tests)
+    if None in (benches, scens, runs, dur, accuracy, tests, backend) or not isinstance(
+        baseline, str
+    ):
         return None
-    if search is False:
+    if search is False or harness is False:
         return None
     return MlperfSpec(
-        tuple(benches), tuple(scens), runs, baseline, dur, search or None, accuracy, tuple(tests)
+        tuple(benches),
+        tuple(scens),
+        runs,
+        baseline,
+        dur,
+        search or None,
+        accuracy,
+        tuple(tests),
+        backend,
+        harness,
     )
+
+
+def _backend(raw: dict, path: str, p: Problems, search, tests):
+    """``mlperf.backend`` and ``mlperf.harness``: (backend, HarnessSpec | None | False); backend
+    None when wrong. The nvidia backend needs a harness; its runs take their target QPS from the
+    harness's configs and it does not run miglab's compliance rounds."""
+    backend = raw.get("backend", "reference")
+    if backend not in MLPERF_BACKENDS:
+        p.add(
+            f"{path}.backend",
+            f"unknown backend {backend!r} (known: {', '.join(MLPERF_BACKENDS)})",
+        )
+        return None, None
+    if backend != "nvidia":
+        if "harness" in raw:
+            p.add(f"{path}.harness", "is for backend nvidia (NVIDIA's harness)")
+            return backend, False
+        return backend, None
+    if search:
+        p.add(
+            f"{path}.qps_search",
+            "the nvidia backend takes its target QPS from the harness's configs (miglab writes "
+            "them for each vGPU profile): remove qps_search",
+        )
+    if tests:
+        p.add(
+            f"{path}.compliance",
+            "the nvidia backend's compliance tests are the harness's own (make "
+            "run_audit_harness), which miglab does not drive yet: remove compliance",
+        )
+    if "harness" not in raw:
+        p.add(f"{path}.harness", "backend nvidia needs a harness: {round: v1.1 or v4.1, dir: ...}")
+        return backend, False
+    return backend, _harness(raw["harness"], f"{path}.harness", p)
+
+
+def _harness(raw, path: str, p: Problems) -> HarnessSpec | bool:
+    if schema.mapping(raw, path, p, required=["round", "dir"], optional=HARNESS_KEYS) is None:
+        return False
+    ok = True
+    rnd = raw.get("round")
+    if rnd not in HARNESS_ROUNDS:
+        p.add(f"{path}.round", f"unknown round {rnd!r} (known: {', '.join(HARNESS_ROUNDS)})")
+        ok = False
+    folder = schema.string(raw.get("dir"), f"{path}.dir", p)
+    if folder and not folder.startswith("/"):
+        p.add(f"{path}.dir", f"must be an absolute path in the guests, got {folder!r}")
+        folder = None
+    source = schema.string(raw["source"], f"{path}.source", p) if "source" in raw else ""
+    prefix = raw.get("prefix", "")
+    if not isinstance(prefix, str) or not re.fullmatch(r"[A-Za-z0-9_-]{0,32}", prefix):
+        p.add(f"{path}.prefix", f"must be letters, digits, - or _ (at most 32), got {prefix!r}")
+        ok = False
+    launch = raw.get("launch", "docker")
+    if launch not in HARNESS_LAUNCHES:
+        p.add(f"{path}.launch", f"must be one of {', '.join(HARNESS_LAUNCHES)}, got {launch!r}")
+        ok = False
+    make_vars = raw.get("make_vars", {})
+    pairs = []
+    if not isinstance(make_vars, dict):
+        p.add(
+            f"{path}.make_vars", f"must be a mapping NAME: value, got {schema.type_name(make_vars)}"
+        )
+        ok = False
+    else:
+        for k, v in make_vars.items():
+            if not isinstance(k, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k):
+                p.add(f"{path}.make_vars", f"{k!r} is not a make variable name")
+                ok = False
+            elif not isinstance(v, (str, int, float)) or isinstance(v, bool):
+                p.add(
+                    f"{path}.make_vars.{k}",
+                    f"must be a string or number, got {schema.type_name(v)}",
+                )
+                ok = False
+            else:
+                pairs.append((k, str(v)))
+    if not ok or folder is None or source is None:
+        return False
+    return HarnessSpec(rnd, folder, source or None, prefix, launch, tuple(pairs))
+
+
+def _harness_problems(gpu: GpuModel | None, mlperf: MlperfSpec | None, p: Problems) -> None:
+    """A round's harness knows only some GPU architectures (v1.1 has no Hopper)."""
+    if gpu is None or mlperf is None or mlperf.harness is None:
+        return
+    archs = HARNESS_ROUNDS[mlperf.harness.round]
+    if gpu.architecture.lower() not in archs:
+        newer = [r for r, a in HARNESS_ROUNDS.items() if gpu.architecture.lower() in a]
+        p.add(
+            "mlperf.harness.round",
+            f"NVIDIA's {mlperf.harness.round} harness has no {gpu.architecture.title()} GPU "
+            f"({gpu.name})" + (f": use round {newer[-1]}" if newer else ""),
+        )
 
 
 def _qps_search(raw, path: str, p: Problems) -> QpsSearchSpec | bool | None:

@@ -85,6 +85,8 @@ class CampaignPlan:
                 "qps_search": c.mlperf.qps_search.as_json() if c.mlperf.qps_search else None,
                 "accuracy": c.mlperf.accuracy,
                 "compliance": list(c.mlperf.compliance),
+                "backend": c.mlperf.backend,
+                "harness": c.mlperf.harness.as_json() if c.mlperf.harness else None,
             },
             "lab": {
                 "source": lab.source,
