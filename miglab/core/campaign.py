@@ -272,6 +272,9 @@ def parse_campaign(
     _harness_problems(gpu if isinstance(gpu, GpuModel) else None, mlperf, p)
     p.raise_if_any()
 
+    if mlperf is not None and mlperf.harness is not None and mlperf.harness.source:
+        mlperf = replace(mlperf, harness=_harness_source(mlperf.harness, Path(file).parent, p))
+        p.raise_if_any()
     campaign = Campaign(
         file, version, name, gpu, vm_default, mlperf, scenarios, sched, description or ""
     )
@@ -599,6 +602,20 @@ def _harness(raw, path: str, p: Problems) -> HarnessSpec | bool:
     if not ok or folder is None or source is None:
         return False
     return HarnessSpec(rnd, folder, source or None, prefix, launch, tuple(pairs))
+
+
+def _harness_source(h: HarnessSpec, base_dir: Path, p: Problems) -> HarnessSpec:
+    """``mlperf.harness.source``: relative to the campaign's folder; a harness folder (its
+    Makefile) on the controller, checked before anything is touched."""
+    src = Path(h.source).expanduser()
+    src = (base_dir / src) if not src.is_absolute() else src
+    if not (src / "Makefile").is_file():
+        p.add(
+            "mlperf.harness.source",
+            f"{src}: not a harness folder (no Makefile; closed/NVIDIA of "
+            f"mlcommons/inference_results_{h.round})",
+        )
+    return replace(h, source=str(src.resolve()))
 
 
 def _harness_problems(gpu: GpuModel | None, mlperf: MlperfSpec | None, p: Problems) -> None:

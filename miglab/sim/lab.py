@@ -68,7 +68,9 @@ RECIPE_LABEL = "miglab.recipe"  # the images' label: what they were built from (
 # The simulated hosts' driver bundle (the GRID guest driver stand-in is of the same branch).
 HOST_DRIVER = ("535.216.01", "7.0.2")
 ESXI_RELEASE = "7.0.3"
-RUNTIME_PACKAGES = ("mlcommons-loadgen", "numpy", "onnxruntime", "onnx")
+# The guests' wheelhouse (mlperf_wheelhouse): the runtimes of the reference backend's SUTs, and
+# jinja2 for the nvidia backend (its session runs in a virtualenv beside the harness's container).
+RUNTIME_PACKAGES = ("mlcommons-loadgen", "numpy", "onnxruntime", "onnx", "jinja2")
 # The MLPerf runtime image of the simulated VMs (the mlperf role's mlperf_runtime container): the
 # Debian 12 base + its python3 + what the slice-model SUT needs from the wheelhouse, no miglab (the
 # role mounts its wheel's code). Its `docker save` archive lies in IMAGES, mounted read-only into
@@ -147,7 +149,7 @@ def build_prerequisites() -> dict[str, str]:
     _run(["bash", str(PACKAGE / "vcsim" / "build.sh")])
     log("NVIDIA stand-ins: GRID guest driver, container toolkit, licence token")
     _run(["bash", str(PACKAGE / "standins" / "build.sh"), str(STANDINS)])
-    if not (WHEELHOUSE / ".complete").exists():
+    if not _wheelhouse_complete():
         log(f"MLPerf runtime wheels -> {WHEELHOUSE} (pip download, once)")
         _run(
             [
@@ -163,10 +165,19 @@ def build_prerequisites() -> dict[str, str]:
             ],
             timeout=900,
         )
-        (WHEELHOUSE / ".complete").touch()
+        (WHEELHOUSE / ".complete").write_text(" ".join(RUNTIME_PACKAGES) + "\n")
     build_runtime_image(env)
     os.environ["MIGLAB_SIM_GUEST_IMAGES"] = str(IMAGES)  # the guests' read-only images folder
     return env
+
+
+def _wheelhouse_complete() -> bool:
+    """The wheelhouse holds RUNTIME_PACKAGES (``.complete`` names the packages downloaded)."""
+    try:
+        done = (WHEELHOUSE / ".complete").read_text().split()
+    except OSError:
+        return False
+    return set(RUNTIME_PACKAGES) <= set(done)
 
 
 def runtime_image_archive(*, force: bool = False) -> Path:

@@ -74,7 +74,31 @@ RUN_OPTIONS = {
     "search_min_query_count": "--search-min-query-count",
     "search_tolerance": "--search-tolerance",
     "search_max_trials": "--search-max-trials",
+    # --backend nvidia: NVIDIA's harness (miglab.mlperf.guest.backends.nvidia)
+    "harness_dir": "--harness-dir",
+    "harness_round": "--harness-round",
+    "harness_launch": "--harness-launch",
+    "harness_steps": "--harness-steps",
+    "harness_make_var": "--harness-make-var",  # a list: the flag once per NAME=VALUE
+    "harness_run_args": "--harness-run-args",
+    "harness_timeout": "--harness-timeout",
+    "gpu": "--gpu",
+    "vgpu_count": "--vgpu-count",
+    "system_prefix": "--system-prefix",
 }
+# The reference backend's SUT options: the nvidia backend runs NVIDIA's SUT, so a role's
+# settings for miglab's SUTs (the simulated lab's slice model, its device) are left out there.
+REFERENCE_ONLY = (
+    "sut",
+    "model",
+    "weights",
+    "device",
+    "mlperf_conf",
+    "user_conf",
+    "raw_seconds",
+    "warmup_seconds",
+    "threads",
+)
 # Search settings (the campaign's mlperf.qps_search, the role's mlperf_qps_search_options) ->
 # the options above.
 SEARCH_OPTIONS = {
@@ -87,7 +111,7 @@ SEARCH_OPTIONS = {
 KINDS = ("search", "accuracy", "performance", "compliance")
 SEARCH_FILE = "qps_search.json"
 SEARCH_DIR = "qps_search"  # <results>/<campaign>/qps_search/<profile>/<benchmark>/<Scenario>/
-REQUIRED = ("sut", "benchmark", "scenario", "out", "run")
+REQUIRED = ("benchmark", "scenario", "out", "run")  # and sut, but for --backend nvidia
 
 
 def _lib():
@@ -105,7 +129,10 @@ def mlperf_run_args(options, extra_args=None):
     unknown = sorted(set(opts) - set(RUN_OPTIONS))
     if unknown:
         raise AnsibleFilterError(f"mlperf_run_args: unknown options: {', '.join(unknown)}")
-    missing = [k for k in REQUIRED if opts.get(k) in (None, "")]
+    nvidia = opts.get("backend") == "nvidia"
+    if nvidia:
+        opts = {k: v for k, v in opts.items() if k not in REFERENCE_ONLY}
+    missing = [k for k in (*REQUIRED, *(() if nvidia else ("sut",))) if opts.get(k) in (None, "")]
     if missing:
         raise AnsibleFilterError(f"mlperf_run_args: missing options: {', '.join(missing)}")
     argv: list[str] = []
@@ -115,6 +142,9 @@ def mlperf_run_args(options, extra_args=None):
             continue
         if value is True:
             argv.append(flag)
+        elif isinstance(value, list):
+            for item in value:
+                argv += [flag, str(item)]
         else:
             argv += [flag, str(value)]
     extra = _plain(extra_args or [])

@@ -34,6 +34,9 @@ HARNESS = """\
 
 
 def _campaign(tmp_path, extra="", gpu="A100-PCIE-80GB", profile="7g.80gb", round="v1.1"):
+    harness = tmp_path / "harness" / "closed" / "NVIDIA"
+    harness.mkdir(parents=True, exist_ok=True)
+    (harness / "Makefile").write_text("run_harness:\n")
     text = BASE.format(gpu=gpu, profile=profile, extra="").rstrip("\n")
     text = text.replace("  baseline: a\n", "  baseline: a\n" + extra.format(round=round) + "\n")
     path = tmp_path / "c.yml"
@@ -59,7 +62,7 @@ def test_nvidia_backend_with_a_harness(tmp_path):
     assert (h.round, h.dir, h.source, h.prefix, h.launch) == (
         "v1.1",
         "/opt/nvidia-harness",
-        "./harness/closed/NVIDIA",
+        str((tmp_path / "harness/closed/NVIDIA").resolve()),  # relative to the campaign's folder
         "R750xa",
         "docker",
     )
@@ -93,6 +96,7 @@ def test_hopper_needs_a_current_round(tmp_path):
             "string or number",
         ),
         (HARNESS + "\n  qps_search: true", "mlperf.qps_search", "harness's configs"),
+        (HARNESS.replace("./harness/", "./nope/"), "mlperf.harness.source", "no Makefile"),
         (HARNESS + "\n  compliance: [TEST04]", "mlperf.compliance", "run_audit_harness"),
     ],
 )

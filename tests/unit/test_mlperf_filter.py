@@ -74,10 +74,42 @@ def test_run_args_in_runner_order(filters):
     assert (a.run, a.start_at, a.overwrite, a.threads) == (2, 1700000000.0, True, 1)
 
 
+def test_run_args_for_nvidias_harness(filters):
+    """--backend nvidia: the harness's options (a make variable per flag); the reference SUT's
+    options (the simulated lab sets the slice model) are left out, and --sut is not needed."""
+    opts = {
+        "backend": "nvidia",
+        "sut": "slice-model",
+        "device": "cpu",
+        "model": "tiny-conv",
+        "benchmark": "resnet50",
+        "scenario": "Offline",
+        "run": 1,
+        "out": "/r/c/s1/vm1",
+        "profile": "2g.20gb",
+        "harness_dir": "/opt/harness",
+        "harness_round": "v1.1",
+        "harness_make_var": ["MLPERF_SCRATCH_PATH=/scratch", "NO_DOCKER_PULL=1"],
+        "gpu": "A100-PCIE-80GB",
+    }
+    argv = filters["mlperf_run_args"](opts)
+    assert "--sut" not in argv and "--device" not in argv and "--model" not in argv
+    assert argv[argv.index("--harness-make-var") :][:4] == [
+        "--harness-make-var", "MLPERF_SCRATCH_PATH=/scratch",
+        "--harness-make-var", "NO_DOCKER_PULL=1",
+    ]  # fmt: skip
+    from miglab.mlperf.guest.run import build_parser, settings_from_args
+
+    s = settings_from_args(build_parser().parse_args(argv))
+    assert s.make_vars == ("MLPERF_SCRATCH_PATH=/scratch", "NO_DOCKER_PULL=1")
+    assert (s.harness_dir, s.gpu, s.profile) == ("/opt/harness", "A100-PCIE-80GB", "2g.20gb")
+
+
 @pytest.mark.parametrize(
     "opts, message",
     [
         ({"sut": "torch", "benchmark": "bert", "scenario": "Offline", "out": "/o"}, "missing"),
+        ({"benchmark": "bert", "scenario": "Offline", "out": "/o", "run": 1}, "missing.*sut"),
         ({"sut": "x", "benchmark": "b", "scenario": "s", "out": "/o", "run": 1, "x": 1}, "unknown"),
     ],
 )
