@@ -48,6 +48,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from miglab.sim import vgpu_view
+
 
 def _alive(pid: int) -> bool:
     try:
@@ -358,9 +360,10 @@ class GuestKeeper:
         self._write_state()
 
     def _start(self, name: str) -> str:
+        vgpus = self._write_hardware(name)
         if _container_exists(name):
             _podman("start", name)
-            return "started"
+            return f"started{vgpus}"
         # privileged + private cgroup namespace + /var/lib/docker on tmpfs: Docker runs inside
         # (as in the guest_base molecule scenario); systemd is PID 1 like in a VM.
         _podman(
@@ -373,10 +376,34 @@ class GuestKeeper:
             "--label",
             self.LABEL,
             *guest_run_options(),
+            f"--volume={self._hardware_dir(name)}:{vgpu_view.GUEST_DIR}:ro",
             self.image,
             "/sbin/init",
         )
-        return f"created from {self.image}"
+        return f"created from {self.image}{vgpus}"
+
+    def _hardware_dir(self, name: str) -> Path:
+        if not name or name in (".", "..") or "/" in name:
+            raise ValueError(f"VM name {name!r} cannot name a folder")
+        return (
+            self.out.absolute() / HARDWARE / name
+        )  # podman takes a relative one for a volume name
+
+    def _write_hardware(self, name: str) -> str:
+        """The VM's virtual hardware description (miglab.sim.vgpu_view), replaced before every
+        start: a powered-off VM may have been given another vGPU. Read from the simulator as
+        vCenter shows it; when it cannot be read the old file goes (the guest's nvidia-smi then
+        shows its default vGPU) and the container starts all the same."""
+        folder = self._hardware_dir(name)
+        try:
+            devices = self._refs[name].config.hardware.device
+            types = vgpu_view.vgpu_types_of(devices)
+            vgpu_view.write_description(folder, vgpu_view.describe_vm(name, types))
+        except Exception as exc:  # noqa: BLE001 - the VM still starts; the log says why
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / vgpu_view.FILE).unlink(missing_ok=True)
+            return f" (no vGPU description: {type(exc).__name__}: {str(exc)[:200]})"
+        return f" (vGPU: {', '.join(types)})" if types else " (no vGPU)"
 
     def _stop(self, name: str) -> str:
         if not _container_exists(name):
@@ -386,6 +413,8 @@ class GuestKeeper:
 
     def _remove(self, name: str) -> str:
         _podman("rm", "-f", "-t", "5", name)
+        with contextlib.suppress(ValueError):
+            shutil.rmtree(self._hardware_dir(name), ignore_errors=True)
         return "removed"
 
     def _write_state(self) -> None:
@@ -421,6 +450,9 @@ def _podman(*args: str) -> None:
 
 
 BOOTS = "boots"  # the reboot link's folder under --out (the simulator's boot_ack_dir)
+# Each VM's virtual hardware description (miglab.sim.vgpu_view), <out>/hardware/<vm>/vgpu.json,
+# mounted read-only in the VM's container at vgpu_view.GUEST_DIR.
+HARDWARE = "hardware"
 HOSTS_SEEN = "vcenter"  # what vCenter shows of each host (vGPUs, services): host_state_dir
 
 
