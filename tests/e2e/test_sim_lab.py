@@ -507,6 +507,44 @@ def test_a_host_that_does_not_come_back_from_its_reboot_stops_the_run(first_run,
     )
 
 
+@pytest.mark.parametrize("round_", ["v1.1", "v4.1"])
+def test_a_campaign_with_nvidias_harness_runs_end_to_end(first_run, tmp_path, round_):
+    """Issue 18: mlperf.backend nvidia. Each VM gets the round's stand-in harness, miglab writes
+    the vGPU's system entry and configs, the harness's own detection picks miglab's entry (not
+    the bare-metal A100 class that the vGPU's PCI id matches), its steps run in its container
+    (make launch_docker), and run_harness's LoadGen logs come back laid out as the reference
+    backend's: the report sums the two VMs' concurrent runs."""
+    name = f"sim-nvidia-{round_.replace('.', '')}"
+    campaign = ROOT / "tests" / "e2e" / "campaigns" / f"{name}.yml"
+    out = tmp_path / "results"
+    res = _run([LAB.bin("miglab"), "run", str(campaign), "--results-dir", str(out)], timeout=1800)
+    assert res.returncode == 0, res.stdout[-8000:] + res.stderr[-4000:]
+    runs = sorted(out.glob(f"{name}/s1/*/resnet50/Offline/performance/run_1/miglab_run.json"))
+    assert len(runs) == 2, runs
+    ids = set()
+    for path in runs:
+        meta = json.loads(path.read_text())
+        assert meta["backend"] == "nvidia" and meta["simulated"] is True, meta
+        assert meta["loadgen"]["valid"] is True, meta["loadgen"]
+        h = meta["harness"]
+        assert h["round"] == round_ and h["launch"] == "docker", h
+        assert "make run_harness" in h["command"][-1], h
+        ids.add(h["system_id"])
+        assert meta["runtime"]["kind"] == "venv", meta["runtime"]  # beside the harness's container
+    # miglab's vGPU systems, one per profile, with the campaign's prefix
+    assert {i.split("_v", 1)[0] for i in ids} == {"R750xa"}, ids
+    assert any("2g.20gb" in i for i in ids) and any("1g.10gb" in i for i in ids), ids
+    data = json.loads((out / name / "report" / "results.json").read_text())
+    (group,) = [g for g in data["groups"] if g["benchmark"] == "resnet50"]
+    assert group["count"] == 1 and group["runs"][0]["included"], group
+    # a second run changes nothing and redoes nothing
+    again = _run([LAB.bin("miglab"), "run", str(campaign), "--results-dir", str(out), "--resume"])
+    assert again.returncode == 0, again.stdout[-4000:] + again.stderr[-2000:]
+    assert "every run VALID already: skipped" in again.stdout
+    res = _run([LAB.bin("ansible-playbook"), "miglab.lab.teardown"], MIGLAB_CAMPAIGN=str(campaign))
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+
+
 def test_teardown_removes_the_vms_and_their_guests_and_turns_mig_off(first_run):
     def mig_modes() -> list[str]:
         res = subprocess.run(

@@ -58,6 +58,8 @@ def test_plan_carries_the_mlperf_matrix(seed_plan):
         },
         "accuracy": False,
         "compliance": [],
+        "backend": "reference",  # LoadGen + miglab's SUT; nvidia: NVIDIA's harness
+        "harness": None,
     }
 
 
