@@ -20,7 +20,7 @@
 # API (keep stable, the rounds call it):
 #
 #   run(benchmark, scenario, test_mode, log_dir, *, compute_slices, gpu_slices=7, batch_size,
-#       expected_qps=None, target_qps=None, min_duration_ms=None, min_query_count=None,
+#       devices=1, expected_qps=None, target_qps=None, min_duration_ms=None, min_query_count=None,
 #       max_duration_ms=None, max_query_count=None, performance_sample_count=None,
 #       server_target_latency_ns=None, user_conf=None, model=None, log_prefix="mlperf_log_",
 #       log_suffix="", copy_summary_to_stdout=True) -> dict
@@ -227,6 +227,7 @@ def run(
     compute_slices: int,
     gpu_slices: int = GPU_SLICES,
     batch_size: int,
+    devices: int = 1,
     expected_qps: float | None = None,
     target_qps: float | None = None,
     min_duration_ms: int | None = None,
@@ -246,18 +247,22 @@ def run(
     Settings, in LoadGen's order of precedence as NVIDIA's harness binaries apply them: LoadGen's
     built-in mlperf.conf for ``model`` (default: ``resnet50`` / ``bert``) and ``scenario``, then
     ``user_conf`` (if given; read once, as a user.conf), then the keyword arguments that are not
-    None (``expected_qps``: Offline's expected QPS, ``target_qps``: Server's target QPS). Logs go
+    None (``expected_qps``: Offline's expected QPS, ``target_qps``: Server's target QPS).
+    ``devices``: how many such slices (vGPUs) serve, as one queue at ``devices`` x the rate (the
+    harness spreads batches over its GPUs). Logs go
     to ``log_dir`` (created) with LoadGen's names (``<log_prefix>summary.txt``...).
 
     Returns ``{"benchmark", "scenario", "test_mode", "log_dir", "rate", "compute_slices",
-    "gpu_slices", "batch_size", "result_key", "result" (float or None), "result_validity"
+    "gpu_slices", "devices", "batch_size", "result_key", "result" (float or None), "result_validity"
     ("VALID" / "INVALID" / None), "valid" (bool or None), "samples_completed", "batches",
     "settings" (the effective values), "detail_log", "summary_log", "standin"}``.
     Raises StandinError for what cannot run."""
     key = benchmark_key(benchmark)
     if scenario not in RESULT_KEYS:
         raise StandinError(f"unknown scenario {scenario!r} (use {', '.join(RESULT_KEYS)})")
-    rate = service_rate(key, compute_slices, gpu_slices)
+    if int(devices) < 1:
+        raise StandinError(f"devices must be >= 1, not {devices}")
+    rate = service_rate(key, compute_slices, gpu_slices) * int(devices)
     lg = _loadgen()
     modes = {
         "PerformanceOnly": lg.TestMode.PerformanceOnly,
@@ -334,6 +339,7 @@ def run(
         "rate": rate,
         "compute_slices": int(compute_slices),
         "gpu_slices": int(gpu_slices),
+        "devices": int(devices),
         "batch_size": slice_sut.batch_size,
         "result_key": result_key,
         "result": float(result) if isinstance(result, (int, float)) else None,
