@@ -260,7 +260,17 @@ def test_the_makefile_stops_as_the_real_one(tree, vm):
     assert warning in res.stderr and "MIG_CONF=OFF" in res.stdout
     res = _run(["make", "info", "MIG_CONF=7"], tree)
     assert warning in res.stderr and "MIG_CONF=7" in res.stdout
-    # launch_docker's command line (printed, not run: make -n)
+    # the image targets' command lines (printed, not run: make -n)
+    res = _run(["make", "-n", "build_docker", "NO_BUILD=1"], tree)
+    assert "docker pull localhost/miglab-sim-mlperf-runtime:latest" in res.stdout
+    assert (
+        "-t mlperf-inference:" in res.stdout and "-f docker/Dockerfile.x86_64 docker" in res.stdout
+    )
+    assert "Dockerfile.build" not in res.stdout
+    res = _run(["make", "-n", "build_docker", "NO_BUILD=1", "NO_DOCKER_PULL=1"], tree)
+    assert "docker pull" not in res.stdout and "docker build" in res.stdout
+    res = _run(["make", "-n", "docker_add_user"], tree)
+    assert res.stdout.rstrip().endswith("- < docker/Dockerfile.user")
     res = _run(["make", "-n", "launch_docker", "MIG_CONF=OFF", "DOCKER_COMMAND=make build"], tree)
     assert res.returncode == 0, res.stderr
     assert "docker run --gpus=all --rm  -w /work" in res.stdout
@@ -334,6 +344,21 @@ def test_the_whole_flow_inside_the_container(tree, vm, tmp_path):
     assert summary[f"{MIGLAB_ID}_TRT-lwis_k_99_MaxP-Offline"]["resnet50"].endswith(
         "Result is VALID"
     )
+
+
+@needs_make
+def test_with_the_vgpus_mig_line_the_configs_are_written_for_the_mig_id(tree, vm, monkeypatch):
+    from miglab.mlperf.guest.backends.nvidia import NvidiaBackend
+
+    monkeypatch.setenv("FAKE_SMI_MIG", "1")
+    backend = NvidiaBackend()
+    backend.prepare(_settings(tree, steps=("build", "detect", "generate_engines")))
+    mig_id = "vA100-PCIe-80GB_2g.20gb-MIG_1x2g.20gb"
+    assert backend.system_id == mig_id
+    engines = tree / "build" / "engines" / mig_id / "resnet50" / "Offline"
+    assert [p.name for p in engines.iterdir()] == [
+        "resnet50-Offline-gpu-b512-int8.lwis_k_99_MaxP.plan"
+    ]
 
 
 @needs_make
