@@ -7,6 +7,8 @@
 #   client_configuration_token_standin.tok (license server dls.lab.example),
 #   client_configuration_token_never.tok   (license server dls.never.invalid: never licenses)
 #   token-sentinel.txt (the string whose presence in a log means the token leaked)
+#   nvidia-harness/<round>/ (NVIDIA's MLPerf harness folder of each round, closed/NVIDIA: the
+#   stand-ins of nvidia-harness/, assembled afresh; the lab's miglab_harness_sources)
 #   SHA256SUMS, and standins.yml: the same as Ansible variables (miglab_standins: name -> path
 #   (also as src) and checksum) for the molecule scenarios' vars_files
 # Usage: miglab/sim/standins/build.sh OUT_DIR
@@ -22,6 +24,10 @@ mkdir -p "$OUT"
 python3 "$HERE/make-token.py" dls.lab.example "$OUT/client_configuration_token_standin.tok"
 python3 "$HERE/make-token.py" dls.never.invalid "$OUT/client_configuration_token_never.tok"
 echo MIGLAB_TOKEN_SENTINEL_d41f8a >"$OUT/token-sentinel.txt"
+for round in $(python3 -c "import sys; sys.path.insert(0, '$HERE/nvidia-harness'); import assemble; print(*assemble.rounds())"); do
+  rm -rf "$OUT/nvidia-harness/$round"  # pristine: miglab writes its entries into the copies
+  python3 "$HERE/nvidia-harness/assemble.py" "$round" "$OUT/nvidia-harness/$round" >/dev/null
+done
 chmod 0600 "$OUT"/*.tok  # licence tokens are secrets: readable by their owner only
 (cd "$OUT" && sha256sum -- *.run *.deb *.tok >SHA256SUMS)
 {
