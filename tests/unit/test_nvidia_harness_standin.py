@@ -524,3 +524,12 @@ def test_standin_loadgen_runs_loadgen_against_the_slice(tmp_path):
     assert r["samples_completed"] == 5280  # 16000 x 0.3 s x 1.1, LoadGen's Offline query
     assert (tmp_path / "logs" / "mlperf_log_summary.txt").is_file()
     assert r["settings"]["performance_sample_count"] == 1024
+
+
+@needs_make
+def test_server_target_qps_must_be_an_integer(tree, vm):
+    """arguments.py declares --server_target_qps an int (--offline_expected_qps a float)."""
+    args = "--benchmarks=resnet50 --scenarios=Server --test_mode=PerformanceOnly"
+    res = _run(["make", "run_harness", f"RUN_ARGS={args} --server_target_qps=1234.5"], tree)
+    assert res.returncode == 2
+    assert "error: argument --server_target_qps: invalid int value: '1234.5'" in res.stderr
