@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import json
+import platform
 import shlex
 import shutil
 import subprocess
@@ -37,6 +38,8 @@ from miglab.mlperf.guest.backends.nvidia import (
     vm_system,
 )
 
+# v1.1's Makefile takes ARCH from `uname -p` ("unknown" on Debian): miglab passes the machine's
+ARCH = f"ARCH={platform.machine()}"
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "mlperf" / "inference_results_v1.1"
 DELL = FIX / "closed" / "Dell" / "results"
 RN50_OFFLINE = (
@@ -401,7 +404,8 @@ class FakeMake:
             return subprocess.CompletedProcess(cmd, 0, f"Launching\n{self.detected}\n", "")
         if target == "run_harness" and self.write:
             self.n += 1
-            args = dict(a.split("=", 1) for a in inner[2][len("RUN_ARGS=") :].split())
+            run_args = next(a for a in inner if a.startswith("RUN_ARGS="))
+            args = dict(a.split("=", 1) for a in run_args[len("RUN_ARGS=") :].split())
             bench = {"resnet50": "resnet50", "bert": "bert-99"}[args["--benchmarks"]]
             src = {"resnet50": RN50_OFFLINE, "bert-99": BERT_OFFLINE}[bench]
             _logs(self.harness, f"2021.09.0{self.n}-10.00.00", self.system_id, bench,
@@ -424,11 +428,17 @@ def test_backend_prepare_and_run(harness, tmp_path):
     be.prepare(settings)
 
     def launch(*inner):
-        return ["make", "launch_docker", "MIG_CONF=OFF", f"DOCKER_COMMAND={shlex.join(inner)}"]
+        return [
+            "make",
+            "launch_docker",
+            "MIG_CONF=OFF",
+            ARCH,
+            f"DOCKER_COMMAND={shlex.join(inner)}",
+        ]
 
     assert [c for c, _ in fake.calls] == [
-        ["make", "build_docker", "NO_BUILD=1"],
-        ["make", "docker_add_user"],
+        ["make", "build_docker", "NO_BUILD=1", ARCH],
+        ["make", "docker_add_user", ARCH],
         launch("make", "build"),
         launch("python3", "scripts/get_system_id.py"),
         launch("make", "generate_engines", "RUN_ARGS=--benchmarks=resnet50 --scenarios=Offline"),
@@ -462,7 +472,7 @@ def test_backend_errors(harness, tmp_path):
     be = NvidiaBackend(runner=FakeMake(harness, s.system_id, fail="build"))
     with pytest.raises(BackendError, match="prepare"):
         be.run("resnet50", "Offline", "PerformanceOnly", tmp_path, 1)
-    with pytest.raises(BackendError, match="make build failed"):
+    with pytest.raises(BackendError, match="make build ARCH=.* failed"):
         be.prepare(NvidiaSettings(harness_dir=str(harness), profile="1g.10gb", launch="inside"))
     with pytest.raises(BackendError, match="no such harness"):
         be.prepare(NvidiaSettings(harness_dir=str(tmp_path / "none")))
@@ -572,7 +582,28 @@ def test_nvidia_run_args_carry_duration_and_target(harness):
     with pytest.raises(BackendError, match="wrote no logs"):
         be.run("resnet50", "Server", "PerformanceOnly", harness, 1)
     assert fake.calls[-1][0] == [
-        "make", "run_harness",
+        "make", "run_harness", ARCH,
         "RUN_ARGS=--benchmarks=resnet50 --scenarios=Server --test_mode=PerformanceOnly "
         "--min_duration=10000 --min_query_count=100 --server_target_qps=5000",
     ]  # fmt: skip
+
+
+def test_the_nvidia_path_needs_no_numpy():
+    """A harness VM's virtualenv holds miglab and jinja2 only (the harness is the container):
+    the run command, its settings and the backend import nothing of the reference SUTs'."""
+    import sys
+
+    code = (
+        "import sys; sys.modules['numpy'] = None\n"
+        "from miglab.mlperf.guest.run import build_parser, settings_from_args\n"
+        "from miglab.mlperf.guest import session\n"
+        "a = build_parser().parse_args(['--backend', 'nvidia', '--benchmark', 'resnet50',\n"
+        "    '--out', '/o', '--harness-dir', '/h', '--gpu', 'A100-PCIE-80GB',\n"
+        "    '--profile', '2g.20gb'])\n"
+        "settings_from_args(a)\n"
+        "from miglab.mlperf.guest.backends import get_backend\n"
+        "get_backend('nvidia')\n"
+        "import miglab.mlperf.guest.clock\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr

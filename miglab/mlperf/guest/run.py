@@ -328,10 +328,10 @@ def nvidia_settings_from_args(a):
 
 
 def settings_from_args(a):
+    if a.backend == "nvidia":  # first: the reference backend needs numpy, a harness VM has none
+        return nvidia_settings_from_args(a)
     from miglab.mlperf.guest.backends.reference import ReferenceSettings
 
-    if a.backend == "nvidia":
-        return nvidia_settings_from_args(a)
     if not a.sut:
         raise BackendError("--sut is required with the reference backend")
     sizes = None

@@ -174,11 +174,19 @@ class NvidiaBackend(Backend):
         self.compliance = None
 
     # --- make ------------------------------------------------------------------------------
+    def _make_vars(self) -> list[str]:
+        """The round's own variables (unless set), then the settings'."""
+        s = self.settings
+        given = {v.split("=", 1)[0] for v in s.make_vars}
+        return [v for v in self.round.make_vars() if v.split("=", 1)[0] not in given] + list(
+            s.make_vars
+        )
+
     def _command(self, target: str, args: str | None = None) -> list[str]:
         s = self.settings
         run_args = [f"RUN_ARGS={args}"] if args is not None else []
         if s.launch == "inside":
-            return [*shlex.split(s.make), target, *s.make_vars, *run_args]
+            return [*shlex.split(s.make), target, *self._make_vars(), *run_args]
         return self._launch([*shlex.split(s.make), target, *run_args])
 
     def _launch(self, inner: list[str]) -> list[str]:
@@ -188,7 +196,7 @@ class NvidiaBackend(Backend):
             *shlex.split(s.make),
             "launch_docker",
             "MIG_CONF=OFF",
-            *s.make_vars,
+            *self._make_vars(),
             f"DOCKER_COMMAND={shlex.join(inner)}",
         ]
 
@@ -196,10 +204,14 @@ class NvidiaBackend(Backend):
         s = self.settings
         self.commands.append(cmd)
         progress(" ".join(shlex.quote(c) for c in cmd))
+        # make's HOST_VOL defaults to $PWD (the folder launch_docker mounts at /work): the
+        # environment's, which a changed cwd alone does not set
+        env = {**os.environ, "PWD": str(Path(s.harness_dir).resolve())}
         try:
             res = self._run(
                 cmd,
                 cwd=s.harness_dir,
+                env=env,
                 check=False,
                 timeout=s.timeout_s,
                 **({"capture_output": True, "text": True} if capture else {}),
@@ -263,7 +275,7 @@ class NvidiaBackend(Backend):
             if step == "docker":
                 if s.launch == "docker":
                     for target, *extra in r.docker_steps:
-                        self._call([*shlex.split(s.make), target, *extra, *s.make_vars])
+                        self._call([*shlex.split(s.make), target, *extra, *self._make_vars()])
             elif step == "build":
                 self._make("build")
             elif step == "detect":
@@ -295,14 +307,13 @@ class NvidiaBackend(Backend):
             if s.min_query_count:
                 extra.append(f"--min_query_count={int(s.min_query_count)}")
             if s.target_qps:
-                key = "offline_expected_qps" if scenario == "Offline" else "server_target_qps"
-                extra.append(f"--{key}={s.target_qps:g}")
+                extra.append(self.round.target_qps_arg(scenario, s.target_qps))
         return self.round.run_args(benchmark, scenario, mode, " ".join(extra))
 
     def run(
         self, benchmark: str, scenario: str, mode: str, out_dir: str | Path, run_index: int
     ) -> Path:
-        from miglab.mlperf.guest.backends.reference import now_iso
+        from miglab.mlperf.guest.clock import now_iso  # stdlib only: a harness VM has no numpy
 
         s, r, system = self.settings, self.round, self.system
         if s is None or system is None:

@@ -338,6 +338,15 @@ class HarnessRound(ABC):
         """The ids the harness's detection may give this VM when miglab's entry wins."""
         return (system.system_id,)
 
+    def make_vars(self) -> list[str]:
+        """Variables every make call of this round gets (the settings' own win)."""
+        return []
+
+    def target_qps_arg(self, scenario: str, qps: float) -> str:
+        """RUN_ARGS' override of the config's target QPS."""
+        key = "offline_expected_qps" if scenario == "Offline" else "server_target_qps"
+        return f"--{key}={qps:g}"
+
     def run_args(self, benchmark: str, scenario: str, mode: str | None = None, extra="") -> str:
         parts = [
             f"--benchmarks={self.harness_benchmark(benchmark).run_name}",

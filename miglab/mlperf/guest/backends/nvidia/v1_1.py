@@ -22,6 +22,7 @@ whichever id the harness detected.
 
 from __future__ import annotations
 
+import platform
 import re
 from pathlib import Path
 
@@ -145,6 +146,17 @@ class V11Round(HarnessRound):
     # docker_add_user (the image launch_docker runs, mlperf-inference:$(DOCKER_TAG))
     docker_steps = (("build_docker", "NO_BUILD=1"), ("docker_add_user",))
     detect_command = ("python3", "scripts/get_system_id.py")
+
+    def make_vars(self) -> list[str]:
+        # The Makefile's ARCH is `uname -p`, which Debian answers "unknown" (Ubuntu: x86_64), and
+        # it stops every target on anything but x86_64 / aarch64.
+        return [f"ARCH={platform.machine()}"]
+
+    def target_qps_arg(self, scenario: str, qps: float) -> str:
+        # code/common/arguments.py: offline_expected_qps is a float, server_target_qps an int
+        if scenario == "Offline":
+            return f"--offline_expected_qps={qps:g}"
+        return f"--server_target_qps={int(round(qps))}"
 
     @staticmethod
     def attr(system: VmSystem) -> str:
