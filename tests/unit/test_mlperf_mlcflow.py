@@ -413,3 +413,27 @@ def test_mlcflow_version_without_mlc(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
     assert mlcflow_version("mlcr") is None
     assert mlcflow_version("no-such-command") is None
+
+
+def test_run_command_builds_mlcflow_settings():
+    """``python -m miglab.mlperf.run --backend mlcflow``: mlcr's settings from the options."""
+    from miglab.mlperf.guest.backends import BackendError, get_backend
+    from miglab.mlperf.guest.backends.mlcflow import MlcflowBackend, MlcflowSettings
+    from miglab.mlperf.guest.run import build_parser, settings_from_args
+
+    argv = [
+        "--backend", "mlcflow", "--benchmark", "resnet50", "--out", "/o",
+        "--mlc-repo", "/opt/mlperf-automations", "--mlc-variation", "_r6.0",
+        "--mlc-adr", "inference-src.env.MLC_GIT_URL=/opt/inference",
+        "--mlc-input", "imagenet_path=/data/imagenet", "--min-duration-ms", "1000",
+    ]  # fmt: skip
+    s = settings_from_args(build_parser().parse_args(argv))
+    assert isinstance(s, MlcflowSettings) and s.repo == "/opt/mlperf-automations"
+    assert s.adr == {"inference-src.env.MLC_GIT_URL": "/opt/inference"}
+    assert s.inputs == {"imagenet_path": "/data/imagenet"} and s.variations == ("_r6.0",)
+    assert s.min_duration_ms == 1000 and s.benchmarks == ("resnet50",)
+    assert isinstance(get_backend("mlcflow"), MlcflowBackend)
+    with pytest.raises(BackendError, match="needs --mlc-repo"):
+        settings_from_args(build_parser().parse_args(argv[:6]))
+    with pytest.raises(BackendError, match="not NAME=VALUE"):
+        settings_from_args(build_parser().parse_args([*argv, "--mlc-env", "X"]))

@@ -209,6 +209,22 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--system-prefix", default="", help="system name prefix (R750xa)")
     g.add_argument("--nvidia-smi-name", help="the GPU name nvidia-smi -L prints in the VM")
     g.add_argument("--harness-timeout", type=float, help="seconds a make step may take")
+    g = p.add_argument_group(
+        "MLCommons' automation (--backend mlcflow; miglab.mlperf.guest.backends.mlcflow)"
+    )
+    g.add_argument("--mlcr", default="mlcr", help="the mlcr command (in mlcflow's own venv)")
+    g.add_argument("--mlc-repo", help="the mlperf-automations checkout, registered (mlc add repo)")
+    g.add_argument("--mlc-repos", help="MLC_REPOS (default $MLC_REPOS or ~/MLC/repos)")
+    g.add_argument("--mlc-implementation", default="reference")
+    g.add_argument("--mlc-framework", default="onnxruntime")
+    g.add_argument("--mlc-execution-mode", choices=("test", "fast", "valid"), default="valid")
+    g.add_argument("--mlc-variation", action="append", default=[], help="more tags, e.g. _r6.0")
+    g.add_argument("--mlc-adr", action="append", default=[], metavar="NAME.KEY=VALUE")
+    g.add_argument("--mlc-input", action="append", default=[], metavar="NAME=VALUE")
+    g.add_argument("--mlc-env", action="append", default=[], metavar="NAME=VALUE")
+    g.add_argument("--mlc-process-env", action="append", default=[], metavar="NAME=VALUE")
+    g.add_argument("--mlc-work-dir", help="mlcr's working folder and results")
+    g.add_argument("--mlc-timeout", type=float, help="seconds one mlcr call may take")
     g = p.add_argument_group("the lab")
     g.add_argument(
         "--start-at",
@@ -327,9 +343,56 @@ def nvidia_settings_from_args(a):
     )
 
 
+def _pairs(values, opt) -> dict:
+    out = {}
+    for v in values:
+        k, sep, val = v.partition("=")
+        if not sep or not k:
+            raise BackendError(f"{opt}: not NAME=VALUE: {v}")
+        out[k] = val
+    return out
+
+
+def mlcflow_settings_from_args(a):
+    """``--backend mlcflow``'s settings (MLCommons' mlcr from a local checkout)."""
+    from miglab.mlperf.guest.backends.mlcflow import MlcflowSettings
+
+    if not a.mlc_repo:
+        raise BackendError("--backend mlcflow needs --mlc-repo")
+    if a.sut:
+        raise BackendError("--sut is the reference backend's: mlcflow runs MLCommons' SUTs")
+    return MlcflowSettings(
+        repo=a.mlc_repo,
+        mlcr=a.mlcr,
+        mlc_repos=a.mlc_repos,
+        implementation=a.mlc_implementation,
+        framework=a.mlc_framework,
+        device=a.device or "cpu",
+        execution_mode=a.mlc_execution_mode,
+        variations=tuple(a.mlc_variation),
+        adr=_pairs(a.mlc_adr, "--mlc-adr"),
+        inputs=_pairs(a.mlc_input, "--mlc-input"),
+        env=_pairs(a.mlc_env, "--mlc-env"),
+        process_env=_pairs(a.mlc_process_env, "--mlc-process-env"),
+        work_dir=a.mlc_work_dir,
+        benchmarks=(a.benchmark,),
+        scenarios=(a.scenario,),
+        min_duration_ms=a.min_duration_ms,
+        min_query_count=a.min_query_count,
+        max_query_count=a.max_query_count,
+        target_qps=a.target_qps,
+        timeout_s=a.mlc_timeout,
+        weights=a.weights_kind or "real",
+        overwrite=a.overwrite,
+        meta=_meta(a),
+    )
+
+
 def settings_from_args(a):
     if a.backend == "nvidia":  # first: the reference backend needs numpy, a harness VM has none
         return nvidia_settings_from_args(a)
+    if a.backend == "mlcflow":
+        return mlcflow_settings_from_args(a)
     from miglab.mlperf.guest.backends.reference import ReferenceSettings
 
     if not a.sut:

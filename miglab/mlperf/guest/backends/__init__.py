@@ -2,8 +2,11 @@
 
 * ``reference`` - MLPerf LoadGen from PyPI driving miglab's own SUTs (PyTorch on a GPU, ONNX
   Runtime on the CPU): :mod:`miglab.mlperf.guest.backends.reference`.
-* ``nvidia`` - NVIDIA's closed-division v1.1 harness (make targets) with a generated system entry
-  and configs for the VM's vGPU: :mod:`miglab.mlperf.guest.backends.nvidia`.
+* ``nvidia`` - NVIDIA's closed-division harness of a round (v1.1, v4.1; make targets) with a
+  generated system entry and configs for the VM's vGPU: :mod:`miglab.mlperf.guest.backends.nvidia`.
+* ``mlcflow`` - MLCommons' ``mlcr run-mlperf,inference`` from a local, registered
+  mlperf-automations checkout, offline with pre-staged inputs:
+  :mod:`miglab.mlperf.guest.backends.mlcflow`.
 
 ``python -m miglab.mlperf.run`` is the command the guests run.
 """
@@ -28,7 +31,7 @@ __all__ = [
     "run_dir_for",
 ]
 
-BACKENDS = ("reference", "nvidia")
+BACKENDS = ("reference", "nvidia", "mlcflow")
 
 
 def get_backend(name: str) -> Backend:
@@ -41,4 +44,8 @@ def get_backend(name: str) -> Backend:
         from miglab.mlperf.guest.backends.nvidia import NvidiaBackend
 
         return NvidiaBackend()
+    if name == "mlcflow":
+        from miglab.mlperf.guest.backends.mlcflow import MlcflowBackend
+
+        return MlcflowBackend()
     raise BackendError(f"unknown backend {name!r} (known: {', '.join(BACKENDS)})")
