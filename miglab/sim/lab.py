@@ -69,8 +69,9 @@ RECIPE_LABEL = "miglab.recipe"  # the images' label: what they were built from (
 HOST_DRIVER = ("535.216.01", "7.0.2")
 ESXI_RELEASE = "7.0.3"
 # The guests' wheelhouse (mlperf_wheelhouse): the runtimes of the reference backend's SUTs, and
-# jinja2 for the nvidia backend (its session runs in a virtualenv beside the harness's container).
-RUNTIME_PACKAGES = ("mlcommons-loadgen", "numpy", "onnxruntime", "onnx", "jinja2")
+# jinja2 and pyyaml for the nvidia backend (its session runs in a virtualenv beside the harness's
+# container: its templates, the GPU catalog).
+RUNTIME_PACKAGES = ("mlcommons-loadgen", "numpy", "onnxruntime", "onnx", "jinja2", "pyyaml")
 # The MLPerf runtime image of the simulated VMs (the mlperf role's mlperf_runtime container): the
 # Debian 12 base + its python3 + what the slice-model SUT needs from the wheelhouse, no miglab (the
 # role mounts its wheel's code). Its `docker save` archive lies in IMAGES, mounted read-only into
