@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import platform
 import re
 from pathlib import Path
 
@@ -335,6 +336,12 @@ class V41Round(HarnessRound):
         "from scripts.get_system_id import DETECTED_SYSTEM, MATCHED_SYSTEM; "
         "print(MATCHED_SYSTEM); print(DETECTED_SYSTEM.get_id())",
     )
+
+    def make_vars(self) -> list[str]:
+        # Makefile.const's ARCH is `uname -p`, which Debian answers "unknown" (Ubuntu: the
+        # machine), and it stops every target with "Not supported for docker context other than
+        # x86_64, aarch64 or Jetson Orin" on anything else
+        return [f"ARCH={platform.machine()}"]
 
     # --- the VM's system --------------------------------------------------------------------
     def vm_system(self, gpu, profile, count=1, prefix="", nvidia_smi_name=None) -> VmSystem:
