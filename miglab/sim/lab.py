@@ -86,6 +86,9 @@ RUNTIME_CONTAINERFILE = """\
 # miglab's simulated lab: the MLPerf runtime image (miglab/sim/lab.py build_runtime_image).
 ARG BASE
 FROM $BASE
+# make: NVIDIA's harness runs its steps with make inside its container (the NGC bases have it);
+# the simulated lab's stand-in harness builds its image on this one.
+RUN apt-get install -y -qq --no-install-recommends make >/dev/null && apt-get clean
 COPY site/ /usr/local/lib/python3.11/dist-packages/
 ENV NVIDIA_VISIBLE_DEVICES=all \\
     NVIDIA_DRIVER_CAPABILITIES=compute,utility \\
