@@ -63,9 +63,10 @@ if not a:
     v = g.get("driver", "550.127.05")
     print("| NVIDIA-SMI %s       Driver Version: %s     CUDA Version: 12.4 |" % (v, v))
 elif a == ["-L"]:
-    print("GPU 0: %s (UUID: %s)" % (g["name"], g["uuid"]))
-    if g.get("mig"):
-        print("  MIG %-12sDevice  0: (UUID: %s)" % (g["mig"], g["mig_uuid"]))
+    for i in range(g.get("count", 1)):
+        print("GPU %d: %s (UUID: %s%d)" % (i, g["name"], g["uuid"][:-1], i))
+        if g.get("mig"):
+            print("  MIG %-12sDevice  0: (UUID: %s%d)" % (g["mig"], g["mig_uuid"][:-1], i))
 elif a[0].startswith("--query-gpu="):
     values = {{
         "gpu_name": g["name"], "name": g["name"], "pci.device_id": g["pci"],
@@ -79,7 +80,9 @@ elif a[0].startswith("--query-gpu="):
         if n not in values:
             print('Field "%s" is not a valid field to query.' % n)
             sys.exit(2)
-    print(", ".join(values[n] for n in names))
+    for i in range(g.get("count", 1)):
+        values["uuid"] = "%s%d" % (g["uuid"][:-1], i)
+        print(", ".join(values[n] for n in names))
 elif a == ["-q"]:
     print("    Product Architecture                  : %s" % g["arch"])
 elif a[0] == "boost-slider" and "--vboost" in a:
@@ -300,6 +303,37 @@ def _have_make_and_loadgen() -> str | None:
     if importlib.util.find_spec("mlperf_loadgen") is None:
         return "needs MLPerf LoadGen (mlcommons-loadgen) in this Python"
     return None
+
+
+@pytest.mark.skipif(_have_make_and_loadgen() is not None, reason=str(_have_make_and_loadgen()))
+def test_two_vgpus_are_one_system_of_two_mig_devices_served_together(vm, tmp_path):
+    tree = vm({**H100_1G, "name": "NVIDIA H100-3-40C", "mig": "3g.40gb", "count": 2})
+    s = V4_1.vm_system("H100-PCIE-80GB", "3g.40gb", 2)
+    V4_1.install(tree, s, ["resnet50"], ["Offline"])
+    assert _detect(tree) == [f"KnownSystem.{V4_1.keys(s)[1]}", "vH100-PCIe-80GB_3g.40gbx2"]
+    args = ["--benchmarks=resnet50", "--scenarios=Offline"]
+    res = _py(tree, "-m", "code.main", *args, "--action=generate_engines")
+    assert res.returncode == 0, res.stderr
+    run = [*args, "--min_duration=500", "--min_query_count=1", "--offline_expected_qps=14000"]
+    env = {**os.environ, "LOG_DIR": str(tmp_path / "logs")}
+    opts = {"cwd": tree, "env": env, "capture_output": True, "text": True, "timeout": 120}
+    cmd = ["python3", "-m", "code.main", *run, "--action=run_harness"]
+    res = subprocess.run(cmd, **opts, check=False)  # no `make build` yet: no harness binary
+    assert res.returncode != 0 and "Run harness failed!" in res.stderr
+    assert "RuntimeError: File ./build/bin/harness_default does not exist." in res.stdout
+    subprocess.run(["make", "build_harness", *V4_1.make_vars()], **opts, check=True)
+    res = subprocess.run(cmd, **opts, check=False)
+    assert res.returncode == 0, res.stdout[-3000:]
+    (md,) = (tmp_path / "logs").rglob("metadata.json")
+    data = json.loads(md.read_text())
+    assert md.parent.relative_to(tmp_path / "logs").parts == (
+        "vH100-PCIe-80GB_3g.40gbx2_TRT",
+        "resnet50",
+        "Offline",
+    )
+    # two 3/7 slices: 2 x 16000 x 3 / 7 samples/s
+    assert (data["standin_compute_slices"], data["standin_devices"]) == (3, 2)
+    assert data["standin_rate"] == pytest.approx(2 * 16000 * 3 / 7)
 
 
 @pytest.mark.skipif(_have_make_and_loadgen() is not None, reason=str(_have_make_and_loadgen()))

@@ -16,7 +16,8 @@
 #     run and `... --vboost 0` after it; a failing command fails the run.
 # STAND-IN difference: no TensorRT, no harness binary process: the run is the REAL LoadGen
 # against the shared service-rate model (code/common/standin_loadgen.py, from
-# miglab/sim/standins/nvidia-harness/common), sized by the compute slices of the detected vGPU;
+# miglab/sim/standins/nvidia-harness/common), sized by the compute slices and the number of the
+# detected vGPUs (MIG devices: their GPCs; GPUs: the vGPU type's "-<g>-");
 # no measurements/ user.conf is written; the accuracy check is not made (a stand-in SUT returns
 # no predictions).
 """Engine paths, log folders and the harness run (stand-in)."""
@@ -120,7 +121,8 @@ class BaseBenchmarkHarness:
 
     # --- run_harness ---------------------------------------------------------------------------
     def _slices(self):
-        """(compute slices, GPU slices) of the detected accelerators, for the service model."""
+        """(compute slices of one device, GPU slices, devices) of the detected accelerators,
+        for the service model."""
         from code.common.standin_loadgen import compute_slices_of, gpu_slices_of
 
         layout = self.args["system"].accelerator_conf.layout
@@ -131,14 +133,7 @@ class BaseBenchmarkHarness:
             each = int(accelerator.num_gpcs)
         else:
             each = compute_slices_of(name) or total
-        slices = each * count
-        if slices > total:
-            logging.warning(
-                f"STAND-IN: {count} devices of {each} compute slices exceed one modelled GPU "
-                f"({total} slices); modelling {total}"
-            )
-            slices = total
-        return slices, total
+        return each, total, count
 
     def _set_vboost(self, value):
         logging.info(f"setting vboost to {value if value != 0 else 'gpu default'}")
@@ -155,7 +150,7 @@ class BaseBenchmarkHarness:
         if hopper:
             self._set_vboost(dict_get(self.args, "vboost_slider", 0))
         try:
-            slices, total = self._slices()
+            slices, total, devices = self._slices()
             offline = self.scenario.valstr() == "Offline"
             batch = sum(b for _, b in engines.values()) or 1
             psc = dict_get(
@@ -170,6 +165,7 @@ class BaseBenchmarkHarness:
                 self.get_full_log_dir(),
                 compute_slices=slices,
                 gpu_slices=total,
+                devices=devices,
                 batch_size=batch,
                 expected_qps=self.args.get("offline_expected_qps") if offline else None,
                 target_qps=None if offline else self.args.get("server_target_qps"),
@@ -207,6 +203,7 @@ class BaseBenchmarkHarness:
                 "standin": result["standin"],
                 "standin_rate": result["rate"],
                 "standin_compute_slices": result["compute_slices"],
+                "standin_devices": result.get("devices", 1),
             }
         )
         return data
