@@ -441,6 +441,8 @@ def collect_logs(
     for k, v in (meta or {}).items():
         if v is not None:
             data[k] = v
+    if data.get("simulated"):  # a stand-in harness (the simulated lab): no model, no data
+        data.update(weights="none", inputs="synthetic")
     data["loadgen"] = loadgen_result(run_dir, name, data)
     atomic_write_text(run_dir / RUN_META, json.dumps(data, indent=2) + "\n")
     write_manifest(run_dir)
