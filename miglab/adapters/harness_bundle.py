@@ -18,6 +18,7 @@ import json
 import os
 import sys
 import tarfile
+import tempfile
 from pathlib import Path
 
 from miglab.errors import EXIT_INVALID, EXIT_OK
@@ -67,10 +68,12 @@ def bundle(src: str | Path, dest: str | Path) -> dict:
                 info.uid = info.gid = 0
                 info.uname = info.gname = "root"
                 tar.addfile(info, io.BytesIO(data))
-        tmp = path.with_name(f".{path.name}.tmp")
-        with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
+        # a temporary name of its own: the play's hosts pack the same source at once
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=dest)
+        with os.fdopen(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
             gz.write(buf.getvalue())
-        tmp.replace(path)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
     return {"path": str(path), "digest": d, "files": len(files)}
 
 

@@ -40,3 +40,14 @@ def test_refuses_a_folder_without_a_makefile(tmp_path, capsys):
     src = _tree(tmp_path / "h")
     assert main(["--src", str(src), "--dest", str(tmp_path / "c")]) == 0
     assert json.loads(capsys.readouterr().out)["files"] == 2
+
+
+def test_hosts_packing_at_once_all_succeed(tmp_path):
+    """The play's hosts pack the same source at the same moment (one task per host)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    src = _tree(tmp_path / "h")
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(lambda _: bundle(src, tmp_path / "cache"), range(16)))
+    assert len({g["path"] for g in got}) == 1
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == [Path(got[0]["path"]).name]
