@@ -245,10 +245,6 @@ GUEST_RUN_OPTIONS = (
     "nofile=20000:20000",
     "--ulimit",
     "nproc=4096:4096",
-    # a VM's root may lock memory without bound: NVIDIA's harness (v4.1's launch_docker) starts
-    # its container with --ulimit memlock=-1, which runc cannot set above the guest's own limit
-    "--ulimit",
-    "memlock=-1:-1",
 )
 # The lab's image archives (the MLPerf runtime image's, miglab/sim/lab.py), read-only in every
 # guest like an attached disk: the guests' Docker starts empty (/var/lib/docker is a tmpfs) and
