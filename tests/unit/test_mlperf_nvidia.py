@@ -607,3 +607,18 @@ def test_the_nvidia_path_needs_no_numpy():
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root")
+def test_a_file_miglab_adds_belongs_to_the_harness_folders_owner(tmp_path):
+    """The mlperf role gives the harness folder to the user its container runs as; a file the
+    session (root) adds there goes to that user too, so the role's next chown changes nothing."""
+    from miglab.mlperf.guest.backends.nvidia.common import write_if_changed
+
+    folder = tmp_path / "systems"
+    folder.mkdir()
+    os.chown(folder, 4321, 4321)
+    changed: list[Path] = []
+    write_if_changed(folder / "custom_list.py", "custom_systems = {}\n", changed)
+    st = (folder / "custom_list.py").stat()
+    assert (st.st_uid, st.st_gid) == (4321, 4321) and changed

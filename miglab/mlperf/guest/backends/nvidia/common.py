@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -169,7 +170,13 @@ def replace_block(text: str, begin: str, end: str, block: str) -> str | None:
 
 def write_if_changed(path: Path, text: str, changed: list[Path]) -> None:
     if not path.is_file() or path.read_text(encoding="utf-8") != text:
+        new = not path.exists()
         path.write_text(text, encoding="utf-8")
+        if new and hasattr(os, "geteuid") and os.geteuid() == 0:
+            # the harness folder belongs to the user its container runs as (the mlperf role's
+            # mlperf_harness_user): a file miglab adds as root goes to that owner too
+            owner = path.parent.stat()
+            os.chown(path, owner.st_uid, owner.st_gid)
         changed.append(path)
 
 
