@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import platform
 import shlex
 import shutil
