@@ -269,7 +269,7 @@ def parse_campaign(
         else None
     )
     sched = _schedule(top.get("schedule"), p) if "schedule" in top else ScheduleSpec()
-    _harness_problems(gpu if isinstance(gpu, GpuModel) else None, mlperf, p)
+    _harness_problems(gpu if isinstance(gpu, GpuModel) else None, mlperf, scenarios, p)
     p.raise_if_any()
 
     if mlperf is not None and mlperf.harness is not None and mlperf.harness.source:
@@ -618,8 +618,13 @@ def _harness_source(h: HarnessSpec, base_dir: Path, p: Problems) -> HarnessSpec:
     return replace(h, source=str(src.resolve()))
 
 
-def _harness_problems(gpu: GpuModel | None, mlperf: MlperfSpec | None, p: Problems) -> None:
-    """A round's harness knows only some GPU architectures (v1.1 has no Hopper)."""
+def _harness_problems(
+    gpu: GpuModel | None, mlperf: MlperfSpec | None, scenarios: dict, p: Problems
+) -> None:
+    """A round's harness knows only some GPU architectures (v1.1 has no Hopper), and v4.1 cannot
+    read a MIG device with media extensions: its ``NVIDIA_SMI_MIG_REGEX`` (``MIG (\\d+)g.(\\d+)gb
+    Device ...``, code/common/systems/accelerator.py) does not match ``MIG 1g.10gb+me Device 0``
+    and detection stops with an AttributeError (the stand-in reproduces it)."""
     if gpu is None or mlperf is None or mlperf.harness is None:
         return
     archs = HARNESS_ROUNDS[mlperf.harness.round]
@@ -630,6 +635,16 @@ def _harness_problems(gpu: GpuModel | None, mlperf: MlperfSpec | None, p: Proble
             f"NVIDIA's {mlperf.harness.round} harness has no {gpu.architecture.title()} GPU "
             f"({gpu.name})" + (f": use round {newer[-1]}" if newer else ""),
         )
+    if mlperf.harness.round == "v4.1":
+        for sid, sc in scenarios.items():
+            for vgpu, _ in sc.vgpus:
+                if isinstance(vgpu, MigProfile) and "+" in vgpu.name:
+                    p.add(
+                        f"scenarios.{sid}.vgpus.{vgpu.name}",
+                        "NVIDIA's v4.1 harness cannot detect a MIG device with media "
+                        f"extensions ({vgpu.name}: its nvidia-smi -L parser stops on '+me'): "
+                        "use the profile without them",
+                    )
 
 
 def _qps_search(raw, path: str, p: Problems) -> QpsSearchSpec | bool | None:

@@ -121,3 +121,11 @@ def test_plan_carries_the_harness(tmp_path, sim_lab):
     plan = plan_campaign(c, sim_lab).as_json()
     assert plan["mlperf"]["backend"] == "nvidia"
     assert plan["mlperf"]["harness"]["round"] == "v1.1"
+
+
+def test_v41_refuses_media_extension_profiles(tmp_path):
+    """v4.1's nvidia-smi -L parser stops on a '1g.10gb+me' MIG device (the stand-in reproduces
+    the AttributeError): such a scenario is refused before anything is built."""
+    msgs = _problems(tmp_path, HARNESS, profile="1g.10gb+me", round="v4.1")
+    assert "media extensions" in msgs["scenarios.a.vgpus.1g.10gb+me"], msgs
+    assert _campaign(tmp_path, HARNESS, profile="1g.10gb", round="v4.1").mlperf.harness
