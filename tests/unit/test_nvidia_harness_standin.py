@@ -533,3 +533,28 @@ def test_server_target_qps_must_be_an_integer(tree, vm):
     res = _run(["make", "run_harness", f"RUN_ARGS={args} --server_target_qps=1234.5"], tree)
     assert res.returncode == 2
     assert "error: argument --server_target_qps: invalid int value: '1234.5'" in res.stderr
+
+
+@needs_make
+@needs_loadgen
+def test_the_guest_command_exits_0_for_a_valid_harness_run(tree, vm, tmp_path, capsys):
+    """``python -m miglab.mlperf.run --backend nvidia``: the harness's steps, its run, and the
+    reference backend's exit status -- 0 for VALID, 1 for a run LoadGen calls INVALID (here
+    Offline asks for fewer samples than the minimum duration needs: target 100 QPS)."""
+    from miglab.mlperf.guest.run import main
+
+    argv = [
+        "--backend", "nvidia", "--benchmark", "resnet50", "--scenario", "Offline",
+        "--out", str(tmp_path / "out"), "--run", "1", "--harness-dir", str(tree),
+        "--harness-launch", "inside", "--gpu", GPU, "--profile", PROFILE,
+        "--min-duration-ms", "1000", "--min-query-count", "100", "--target-qps", "6000",
+    ]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out.strip().splitlines()[-1]
+    assert out.startswith("VALID resnet50 Offline PerformanceOnly: result_samples_per_second")
+    run2 = [*argv[:9], "2", *argv[10:-1], "100", "--harness-steps", "detect"]
+    assert main(run2) == 1
+    meta = json.loads(
+        (tmp_path / "out/resnet50/Offline/performance/run_2/miglab_run.json").read_text()
+    )
+    assert meta["loadgen"]["validity"] == "INVALID"
