@@ -26,7 +26,7 @@ import shutil
 import textwrap
 from code.common import logging, run_command
 from code.common.constants import AcceleratorType, AliasedName, ByteSuffix, Memory
-from code.common.systems.base import Hardware, Matchable
+from code.common.systems.base import Hardware, Matchable, layouts_match
 from code.common.systems.info_source import InfoSource
 from collections import defaultdict
 from dataclasses import dataclass
@@ -333,17 +333,7 @@ class AcceleratorConfiguration(Hardware):
     def matches(self, other) -> bool:
         if other.__class__ != self.__class__:
             return NotImplemented
-        if len(self.layout) != len(other.layout):
-            return False
-        for accelerator, count in self.layout.items():
-            for other_accelerator, other_count in other.layout.items():
-                if accelerator == other_accelerator:
-                    if count != other_count:
-                        return False
-                    break
-            else:
-                return False
-        return True
+        return layouts_match(self.layout, other.layout)
 
     def __eq__(self, o) -> bool:
         return self.matches(o)

@@ -141,3 +141,19 @@ class Hardware(Matchable):
 
     def __eq__(self, o) -> bool:
         return self.matches(o)
+
+
+def layouts_match(mine: dict, other: dict) -> bool:
+    """Two configurations' layouts ({hardware: count}) are equal when each entry pairs with an
+    equal one of the other side with the same count (Matchables hash apart: no dict lookup)."""
+    if len(mine) != len(other):
+        return False
+    for hw, count in mine.items():
+        for other_hw, other_count in other.items():
+            if hw == other_hw:
+                if count != other_count:
+                    return False
+                break
+        else:
+            return False
+    return True

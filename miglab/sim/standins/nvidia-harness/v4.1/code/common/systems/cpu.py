@@ -12,7 +12,7 @@ import re
 import textwrap
 from code.common import run_command
 from code.common.constants import AliasedName, CPUArchitecture
-from code.common.systems.base import Hardware, Matchable
+from code.common.systems.base import Hardware, Matchable, layouts_match
 from code.common.systems.info_source import InfoSource
 from dataclasses import dataclass
 
@@ -90,18 +90,7 @@ class CPUConfiguration(Hardware):
     def matches(self, other) -> bool:
         if other.__class__ != self.__class__:
             return NotImplemented
-        if len(self.layout) != len(other.layout):
-            return False
-        for cpu, count in self.layout.items():
-            # pair each CPU with the first equal one of the other side (Matchables hash apart)
-            for other_cpu, other_count in other.layout.items():
-                if cpu == other_cpu:
-                    if count != other_count:
-                        return False
-                    break
-            else:
-                return False
-        return True
+        return layouts_match(self.layout, other.layout)
 
     def __eq__(self, o) -> bool:
         return self.matches(o)
