@@ -21,7 +21,8 @@ REQUIRED = [
 
 
 def test_every_required_gpu_is_in_the_catalog(catalog):
-    assert sorted(catalog.names()) == sorted(REQUIRED)
+    # the MIG GPUs below; boards without MIG (L40S, ...) are tested in test_catalog_new_boards.py
+    assert set(REQUIRED) <= set(catalog.names())
 
 
 @pytest.mark.parametrize("name", REQUIRED)
