@@ -48,12 +48,9 @@ def require_miglab(module) -> None:
         )
 
 
-@contextlib.contextmanager
-def vsphere_session(module):
-    """Yield a logged-in ServiceInstance; any VsphereError becomes a clean fail_json."""
-    require_miglab(module)
+def connection_spec(module):
     p = module.params
-    spec = ConnectionSpec(
+    return ConnectionSpec(
         p["hostname"],
         p["username"],
         p["password"],
@@ -61,6 +58,29 @@ def vsphere_session(module):
         p["validate_certs"],
         p.get("ca_bundle"),
     )
+
+
+@contextlib.contextmanager
+def rest_session(module):
+    """Yield a logged-in vSphere Automation REST session (LifecycleApi); errors -> fail_json."""
+    require_miglab(module)
+    from miglab.adapters.vsphere.lifecycle import LifecycleApi
+
+    api = LifecycleApi(connection_spec(module))
+    try:
+        api.login()
+        yield api
+    except VsphereError as exc:
+        module.fail_json(msg=str(exc))
+    finally:
+        api.logout()
+
+
+@contextlib.contextmanager
+def vsphere_session(module):
+    """Yield a logged-in ServiceInstance; any VsphereError becomes a clean fail_json."""
+    require_miglab(module)
+    spec = connection_spec(module)
     si = None
     try:
         si = connect(spec)
