@@ -150,9 +150,19 @@ def esxi_version(text):
     return _parse(_formats().parse_vmware_version, text)
 
 
+def esxi_lifecycle_path(mode, image_managed, esxcli_override=False):
+    """The driver role's install path on a host: ``{"path": "image"|"esxcli", "problem",
+    "warning"}`` (miglab.core.esxi.image.lifecycle_decision)."""
+    _lib()
+    from miglab.core.esxi.image import lifecycle_decision
+
+    return lifecycle_decision(str(mode), bool(image_managed), bool(esxcli_override))
+
+
 class FilterModule:
     def filters(self):
         return {
+            "esxi_lifecycle_path": esxi_lifecycle_path,
             "esxi_driver_plan": esxi_driver_plan,
             "esxi_driver_verify": esxi_driver_verify,
             "esxi_nvsmi_state": esxi_nvsmi_state,

@@ -20,8 +20,10 @@ description:
   - Components of the image that are not NVIDIA's (base image, vendor add-on, others) are left as
     they are; a host that differs from the image in more than NVIDIA's components is not
     remediated unless O(allow_other_drift), since remediation applies the whole image.
-  - With O(state=query) it only reports whether the host's cluster is image-managed, its image's
-    components and (with O(scan)) compliance.
+  - With O(state=query) it only reports whether the host's cluster is image-managed (the cluster's
+    C(lifecycleManaged) flag, read through the vSphere API, so vCenters and clusters without the
+    REST endpoint answer too) and, with O(scan) on an image-managed cluster, its image's
+    components and compliance (REST).
   - Check mode reports the import, the image change (as a diff) and the hosts it would
     remediate, changing nothing.
 version_added: "0.3.0"
@@ -157,7 +159,47 @@ from ansible_collections.miglab.lab.plugins.module_utils.vmware import (  # noqa
     connection_argument_spec,
     require_miglab,
     rest_session,
+    vsphere_session,
 )
+
+
+def query(module) -> dict:
+    """Image-managed or not, through the vSphere API (pyVmomi); details through REST on request."""
+    from miglab.adapters.vsphere.hosts import find_hosts, host_lifecycle
+    from miglab.adapters.vsphere.props import by_name
+    from miglab.core.esxi.image import summarize
+
+    p = module.params
+    with vsphere_session(module) as si:
+        if p["esxi_hostname"]:
+            host = find_hosts(si, [p["esxi_hostname"]])[p["esxi_hostname"]]
+            found = host_lifecycle(host)
+        else:
+            from pyVmomi import vim
+
+            cluster = by_name(si, vim.ClusterComputeResource).get(p["cluster"])
+            if cluster is None:
+                module.fail_json(msg=f"cluster {p['cluster']!r} not found")
+            found = {
+                "cluster_name": cluster.name,
+                "cluster": cluster._moId,
+                "image_managed": bool(getattr(cluster, "lifecycleManaged", False)),
+            }
+    out = {
+        "changed": False,
+        **found,
+        "components": {},
+        "imported": [],
+        "image_change": [],
+        "remediated": [],
+        "compliance": {},
+        "actions": [],
+    }
+    if found["image_managed"] and p["scan"]:
+        with rest_session(module) as api:
+            out["components"] = (api.software(found["cluster"]) or {}).get("components") or {}
+            out["compliance"] = summarize(api.scan(found["cluster"], timeout=p["task_timeout"]))
+    return out
 
 
 def main() -> None:
@@ -187,9 +229,11 @@ def main() -> None:
     )
     require_miglab(module)
     from miglab.adapters.vsphere.cluster_image import ClusterImage
-    from miglab.core.esxi.image import ImageError, Wanted, summarize
+    from miglab.core.esxi.image import ImageError, Wanted
 
     p = module.params
+    if p["state"] == "query":
+        module.exit_json(**query(module))
     wanted = Wanted(
         driver=p["driver_version"] or "",
         daemon=p["daemon"],
@@ -208,12 +252,7 @@ def main() -> None:
             log=module.log,
         )
         try:
-            if p["state"] == "query":
-                res = ci.query(p["esxi_hostname"], p["cluster"])
-                if p["scan"] and res.image_managed:
-                    res.compliance = summarize(api.scan(res.cluster, timeout=p["task_timeout"]))
-            else:
-                res = ci.ensure(p["esxi_hostname"], p["cluster"])
+            res = ci.ensure(p["esxi_hostname"], p["cluster"])
         except ImageError as exc:
             module.fail_json(
                 msg=f"{p['esxi_hostname'] or p['cluster']}: {exc}; nothing was changed"

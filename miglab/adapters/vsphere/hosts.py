@@ -264,3 +264,19 @@ def gpu_info(host) -> dict:
         "graphics_info": graphics,
         "graphics_config": gcfg,
     }
+
+
+# --- lifecycle ------------------------------------------------------------------------------------
+def host_lifecycle(host) -> dict:
+    """``{"cluster_name", "cluster", "image_managed"}`` of a host's cluster: ``lifecycleManaged``
+    (vSphere API 7.0, ComputeResource) is true when a single vLCM image manages its hosts
+    (real-lab notes V16). A standalone host: its ComputeResource, never image-managed here."""
+    from pyVmomi import vim
+
+    parent = host.parent
+    managed = bool(getattr(parent, "lifecycleManaged", False))
+    return {
+        "cluster_name": parent.name if isinstance(parent, vim.ClusterComputeResource) else "",
+        "cluster": parent._moId,
+        "image_managed": managed,
+    }
