@@ -51,11 +51,18 @@ def _error_text(body: bytes) -> tuple[str, str]:
 class LifecycleApi:
     """A logged-in REST session (``with LifecycleApi(spec) as api: ...``)."""
 
-    def __init__(self, spec: ConnectionSpec, *, timeout: float = 120.0, poll_s: float = 1.0):
+    def __init__(
+        self,
+        spec: ConnectionSpec,
+        *,
+        timeout: float = 120.0,
+        poll_s: float = 1.0,
+        base_url: str | None = None,  # tests: the simulator's endpoint without vCenter's TLS
+    ):
         self.spec = spec
         self.timeout = timeout
         self.poll_s = poll_s
-        self.base = f"https://{spec.hostname}:{spec.port}/api"
+        self.base = (base_url or f"https://{spec.hostname}:{spec.port}").rstrip("/") + "/api"
         self._ctx = ssl_context(spec)
         self._session: str | None = None
 
@@ -194,7 +201,16 @@ class LifecycleApi:
     def change_image(self, cluster: str, patch: dict, message: str, *, timeout: float = 600.0):
         """Draft -> components -> commit; the new commit's id. The draft is deleted on failure."""
         base = f"/esx/settings/clusters/{cluster}/software/drafts"
-        draft = self.call("POST", base)
+        try:
+            draft = self.call("POST", base)
+        except RestError as exc:
+            if exc.error_type != "ALREADY_EXISTS":
+                raise
+            # One draft per user and cluster (VMware's Drafts.create): an earlier run's is left
+            # over; drop it, the desired image it was made from may be older.
+            for old in self.call("GET", base) or {}:
+                self.call("DELETE", f"{base}/{old}")
+            draft = self.call("POST", base)
         try:
             self.call("PATCH", f"{base}/{draft}/software/components", patch)
             task = self.call(
