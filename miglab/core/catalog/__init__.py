@@ -16,6 +16,8 @@ from importlib import resources
 
 import yaml
 
+from miglab.core.vgpu_versions import Availability
+
 ENGINE_KEYS = ("copy", "decoders", "encoders", "jpeg", "ofa")
 
 
@@ -88,6 +90,10 @@ class GpuModel:
     mig_backed: dict[str, str]  # MIG profile name -> vSphere vGPU type
     time_sliced: tuple[TimeSlicedType, ...]
     source: str = "catalog"
+    # the earliest vSphere / vGPU software releases known to offer the board's vGPU types, and
+    # per vSphere type name (lower case) a type's own (vgpu.since, vgpu.type_since)
+    since: Availability = field(default_factory=Availability)
+    type_since: dict[str, Availability] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         return f"GpuModel({self.name})"
@@ -153,6 +159,16 @@ class GpuModel:
             return profile.name
         return self.mig_backed.get(profile.name)
 
+    def availability(self, vgpu: MigProfile | TimeSlicedType | str) -> Availability:
+        """The earliest vSphere and NVIDIA vGPU software releases known to offer a vGPU of this
+        GPU (a MIG profile, a time-sliced type or any name :meth:`find_vgpu` resolves): the
+        type's own entry over the board's. Fields left None are not known."""
+        if isinstance(vgpu, str):
+            vgpu = self.find_vgpu(vgpu)
+        name = self.vgpu_type(vgpu)
+        own = self.type_since.get(name.lower()) if name else None
+        return self.since.merged(own) if own else self.since
+
     def as_json(self) -> dict:
         return {"gpu": self.name, "profiles": [p.as_json() for p in self.profiles]}
 
@@ -167,6 +183,7 @@ def model_from_dict(data: dict, source: str = "catalog") -> GpuModel:
     """Build a GpuModel from a catalog document (the YAML schema 1 layout)."""
     mig = data.get("mig") or {}
     vgpu = data.get("vgpu") or {}
+    name = str(data["name"])
     profiles = tuple(
         MigProfile(
             name=str(p["name"]),
@@ -180,8 +197,21 @@ def model_from_dict(data: dict, source: str = "catalog") -> GpuModel:
         )
         for p in mig.get("profiles") or []
     )
+    mig_backed = {str(k): str(v) for k, v in (vgpu.get("mig_backed") or {}).items()}
+    time_sliced = tuple(
+        TimeSlicedType(str(t["name"]), float(t["framebuffer_gib"]), int(t["max_per_gpu"]))
+        for t in vgpu.get("time_sliced") or ()
+    )
+    since = Availability.from_dict(vgpu.get("since"), f"{name}: vgpu.since")
+    known_types = {t.lower() for t in mig_backed.values()} | {t.name.lower() for t in time_sliced}
+    type_since = {}
+    for type_name, raw in (vgpu.get("type_since") or {}).items():
+        key = str(type_name).lower()
+        if key not in known_types:
+            raise ValueError(f"{name}: vgpu.type_since: {type_name!r} is not a vGPU type of it")
+        type_since[key] = Availability.from_dict(raw, f"{name}: vgpu.type_since.{type_name}")
     return GpuModel(
-        name=str(data["name"]),
+        name=name,
         aliases=tuple(str(a) for a in data.get("aliases") or ()),
         product_names=tuple(str(a) for a in data.get("product_names") or ()),
         pci_device_ids=tuple(str(a).lower() for a in data.get("pci_device_ids") or ()),
@@ -193,12 +223,11 @@ def model_from_dict(data: dict, source: str = "catalog") -> GpuModel:
         profiles=profiles,
         mmio_gb=int(vgpu["mmio_gb"]) if vgpu.get("mmio_gb") is not None else None,
         type_prefix=vgpu.get("type_prefix"),
-        mig_backed={str(k): str(v) for k, v in (vgpu.get("mig_backed") or {}).items()},
-        time_sliced=tuple(
-            TimeSlicedType(str(t["name"]), float(t["framebuffer_gib"]), int(t["max_per_gpu"]))
-            for t in vgpu.get("time_sliced") or ()
-        ),
+        mig_backed=mig_backed,
+        time_sliced=time_sliced,
         source=source,
+        since=since,
+        type_since=type_since,
     )
 
 
