@@ -11,6 +11,7 @@ describes its hardware with ``miglab_host_*`` variables, wherever Ansible reads 
               miglab_host_gpus: [{model: A100-PCIE-80GB, count: 4}]
               miglab_host_cpus: 128            # logical CPUs
               miglab_host_memory_gb: 1024
+              miglab_host_esxi_version: "8.0.3" # optional: the ESXi release it runs
           vars:
             miglab_host_cpu_overcommit: 2.0    # vCPUs per logical CPU a single scenario may use
             miglab_host_memory_reserved_gb: 32 # kept for ESXi
@@ -27,14 +28,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from miglab.adapters.ansible_inventory import InventoryReadError, group_host_vars
 from miglab.adapters.project import default_inventory
 from miglab.core import labvars, schema
-from miglab.core.campaign import Campaign, check_fits, load_campaign
+from miglab.core.campaign import Campaign, check_fits, load_campaign, version_notes
 from miglab.core.catalog import Catalog, UnknownName, load_catalog
 from miglab.core.placement import Host, Lab
+from miglab.core.vgpu_versions import DRIVER_VAR, ESXI_VAR, driver_branch, parse_vsphere
 from miglab.errors import Problems, ValidationError
 from miglab.formats import yamlio
 
@@ -49,6 +52,7 @@ HOST_VARS = {
     "miglab_host_memory_gb": None,
     "miglab_host_cpu_overcommit": 2.0,
     "miglab_host_memory_reserved_gb": 32,
+    ESXI_VAR: None,  # the ESXi release the host runs ("8.0.3"); unset: not known
 }
 # Sanity bounds far above any ESXi host (vSphere 8: 896 logical CPUs, 24 TB): beyond them a
 # number is a typo, and the capacity arithmetic stays finite.
@@ -247,16 +251,35 @@ def load_lab(
     except InventoryReadError as exc:
         first.add("", f"Ansible cannot read the inventory: {exc}")
         first.raise_if_any()
+    drivers = _driver_versions(sources)
     hosts = []
     for name, hvars in resolved.items():
         problems, field = found.get(name, (first, f"hosts.{name}"))
-        host = _host(name, hvars, field, problems, catalog)
+        host = _host(name, hvars, field, problems, catalog, drivers.get(name))
         if host:
             hosts.append(host)
     if not resolved and not any(checked):
         first.add(f"all.children.{HOST_GROUP}", "no ESXi hosts: the group has no hosts")
     _raise_if_any(checked)
     return Lab(tuple(hosts), name=inv_path.name, source=str(inv_path))
+
+
+def _driver_versions(sources: list[Path]) -> dict[str, str]:
+    """Each host's NVIDIA host driver version (``esxi_vgpu_driver_version``) as the playbooks
+    will see it, for the vGPU version gate; hosts whose value is unset, not a driver version or
+    not known before the play runs (a lookup Ansible cannot resolve now, e.g. the simulated
+    lab's bundle before ``miglab sim up``) are left out: their vGPU software release is not
+    known and not judged."""
+    try:
+        found = group_host_vars(sources, HOST_GROUP, DRIVER_VAR)
+    except InventoryReadError:
+        return {}
+    out = {}
+    for name, hvars in found.items():
+        value = hvars.get(DRIVER_VAR)
+        if driver_branch(value) is not None:
+            out[name] = str(value).strip()
+    return out
 
 
 def _raise_if_any(problems: list[Problems]) -> None:
@@ -274,7 +297,14 @@ _HOST_NUMBERS = (
 )
 
 
-def _host(name: str, hvars: dict, field: str, problems: Problems, catalog: Catalog) -> Host | None:
+def _host(
+    name: str,
+    hvars: dict,
+    field: str,
+    problems: Problems,
+    catalog: Catalog,
+    driver_version: str | None = None,
+) -> Host | None:
     values = {k: hvars.get(k, default) for k, default in HOST_VARS.items()}
     for key in hvars:
         if isinstance(key, str) and key.startswith("miglab_host_") and key not in HOST_VARS:
@@ -321,9 +351,20 @@ def _host(name: str, hvars: dict, field: str, problems: Problems, catalog: Catal
             f"{reserved} GB reserved leaves nothing of {mem} GB for VMs",
         )
         return None
+    esxi = values[ESXI_VAR]
+    if esxi is not None:
+        try:
+            parse_vsphere(esxi)
+            esxi = str(esxi).strip()
+        except ValueError:
+            problems.add(
+                f"{field}.{ESXI_VAR}",
+                f'{esxi!r} is not an ESXi release: write it like "8.0.3" (8.0 Update 3) or "7.0.2"',
+            )
+            return None
     if None in (cpus, mem, over, reserved) or not gpus:
         return None
-    return Host(name, tuple(gpus), cpus, mem, over, reserved)
+    return Host(name, tuple(gpus), cpus, mem, over, reserved, esxi, driver_version)
 
 
 def load_checked(campaign_path: str | Path, inventory: str | Path | None) -> tuple[Campaign, Lab]:
@@ -343,4 +384,7 @@ def load_checked(campaign_path: str | Path, inventory: str | Path | None) -> tup
     if problems:
         raise ValidationError(problems)
     check_fits(campaign, lab)
+    notes = version_notes(campaign, lab)  # vGPU minimums it could not check: said, not refused
+    if notes:
+        campaign = replace(campaign, warnings=campaign.warnings + tuple(notes))
     return campaign, lab

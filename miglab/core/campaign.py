@@ -22,7 +22,15 @@ from miglab.core.catalog import (
     UnknownName,
     load_catalog,
 )
-from miglab.core.placement import Lab, PackError, VmRequest, pack
+from miglab.core.placement import Host, Lab, PackError, VmRequest, pack
+from miglab.core.vgpu_versions import (
+    DRIVER_VAR,
+    ESXI_VAR,
+    Availability,
+    format_vgpu_release,
+    format_vsphere,
+    vgpu_release_of_driver,
+)
 from miglab.errors import Problems, ValidationError
 from miglab.formats import yamlio
 from miglab.formats.loadgen import SCENARIOS
@@ -155,6 +163,8 @@ class Scenario:
     vm: VmSpec
     max_gpus: int | None = None
     description: str = ""
+    # vGPU name (MIG profile or time-sliced type) -> the key the file wrote it with (its field)
+    vgpu_keys: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def vm_count(self) -> int:
@@ -283,6 +293,7 @@ def parse_campaign(
     warnings.extend(_vgpu_type_warnings(campaign))
     if lab is not None:
         check_fits(campaign, lab)
+        warnings.extend(version_notes(campaign, lab))
     return replace(campaign, warnings=tuple(warnings))
 
 
@@ -423,7 +434,7 @@ def _scenario(
             x[0].name,
         )
     )
-    return Scenario(sid, tuple(vgpus), vm, max_gpus, str(body.get("description", "")))
+    return Scenario(sid, tuple(vgpus), vm, max_gpus, str(body.get("description", "")), dict(seen))
 
 
 def _other_gpu(name: str, gpu: GpuModel, catalog: Catalog) -> str | None:
@@ -805,6 +816,8 @@ def check_fits(campaign: Campaign, lab: Lab) -> dict:
             f"(it has: {', '.join(sorted(lab_models))})",
         )
         p.raise_if_any()
+    for fld, reason in vgpu_version_gate(campaign, lab)[0]:
+        p.add(fld, reason)
     slots = {(h.name, i) for h in lab.hosts for i, g in enumerate(h.gpus) if g is campaign.gpu}
     for s in campaign.scenarios.values():
         try:
@@ -815,3 +828,73 @@ def check_fits(campaign: Campaign, lab: Lab) -> dict:
             p.add(f"scenarios.{s.id}.vgpus", f"does not fit: {exc}")
     p.raise_if_any()
     return packings
+
+
+# --- the vGPU version gate ------------------------------------------------------------------------
+def vgpu_version_gate(campaign: Campaign, lab: Lab) -> tuple[list[tuple[str, str]], list[str]]:
+    """Every vGPU of the campaign against the releases of every host that carries its GPU (the
+    planner may put a scenario's VMs on any of them): (problems as (field, reason), notes).
+
+    A problem: a host's vSphere release (``miglab_host_esxi_version``) or NVIDIA vGPU software
+    release (read from ``esxi_vgpu_driver_version``) is older than the catalog's minimum for the
+    type (:meth:`GpuModel.availability`). A note: a minimum the catalog knows that could not be
+    checked on a host (its release not known, or only a minor release the driver branch cannot
+    tell would decide). Types without a known minimum are not judged."""
+    problems: list[tuple[str, str]] = []
+    unchecked: dict[tuple[str, str, str], list[str]] = {}
+    gpu = campaign.gpu
+    hosts = [h for h in lab.hosts if any(g is gpu for g in h.gpus)]
+    for s in campaign.scenarios.values():
+        for v, _ in s.vgpus:
+            avail = gpu.availability(v)
+            if not avail.known:
+                continue
+            type_name = gpu.vgpu_type(v) or v.name
+            fld = f"scenarios.{s.id}.vgpus.{s.vgpu_keys.get(v.name, v.name)}"
+            for h in hosts:
+                for need, problem, why in _host_gate(type_name, avail, h):
+                    if problem:
+                        problems.append((fld, f"{need}; {problem}"))
+                    else:
+                        unchecked.setdefault((fld, need, why), []).append(h.name)
+    notes = [
+        f"{campaign.file}: {fld}: {need}: not checked on host {', '.join(names)}: {why}"
+        for (fld, need, why), names in unchecked.items()
+    ]
+    return problems, notes
+
+
+def version_notes(campaign: Campaign, lab: Lab) -> list[str]:
+    """The gate's notes (minimums it could not check), for the campaign's warnings."""
+    return vgpu_version_gate(campaign, lab)[1]
+
+
+def _host_gate(type_name: str, avail: Availability, host: Host):
+    """(what the type needs, the problem or None, why it was not checked or None) for each
+    minimum of ``avail`` on ``host``."""
+    if avail.vsphere_min is not None:
+        need = f"vGPU type {type_name} needs vSphere {format_vsphere(avail.vsphere_min)} or later"
+        try:
+            ok = avail.vsphere_ok(host.esxi_version)
+        except ValueError:  # not a release (validated in the inventory; a Host built by hand)
+            ok = None
+        if ok is False:
+            yield need, f"host {host.name} runs {host.esxi_version} ({ESXI_VAR})", None
+        elif ok is None:
+            yield need, None, f"its ESXi release is not known (set {ESXI_VAR})"
+    if avail.vgpu_software_min is not None:
+        wanted = format_vgpu_release(avail.vgpu_software_min).removesuffix(".x")
+        need = f"vGPU type {type_name} needs NVIDIA vGPU software {wanted} or later"
+        driver = host.vgpu_driver_version
+        release = vgpu_release_of_driver(driver)
+        ok = avail.vgpu_software_ok(driver)
+        if ok is False:
+            yield need, f"host {host.name}'s driver {driver} is vGPU {release} ({DRIVER_VAR})", None
+        elif ok is None:
+            if driver is None:
+                why = f"its host driver version is not known ({DRIVER_VAR})"
+            elif release is None:
+                why = f"the vGPU software release of host driver {driver} is not known"
+            else:
+                why = f"host driver {driver} is vGPU {release}.x; its minor release decides"
+            yield need, None, why

@@ -347,6 +347,8 @@ class Host:
     memory_gb: int
     cpu_overcommit: float = 2.0  # most vCPUs per logical CPU the lab allows
     memory_reserved_gb: int = 32  # kept for ESXi itself
+    esxi_version: str | None = None  # the ESXi release it runs ("8.0.3"); None: not known
+    vgpu_driver_version: str | None = None  # its NVIDIA host driver ("550.127.06"); None: not known
 
     @property
     def vcpu_capacity(self) -> int:
