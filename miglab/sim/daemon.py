@@ -4,6 +4,7 @@ reboot link to the ESXi stand-in containers and the guest keeper.
 
     python -m miglab.sim.daemon start --inventory LAB.yml --out DIR [--reboot-seconds S]
                                       [--extra JSON] [--max-life S] [--guest-image IMAGE]
+                                      [--depot-dir DIR]
     python -m miglab.sim.daemon stop --out DIR
 
 ``start`` runs the simulator (miglab/sim/vcsim through miglab/sim/vcenter.py) for the hosts of a
@@ -26,6 +27,14 @@ With ``--guest-image`` (the simulated lab, ``miglab/sim/lab.py``) it also gives 
 powered on in the simulator a guest: a systemd container of that image named like the VM (label
 ``miglab.sim=guest``), started when the VM powers on, stopped when it powers off (its disk, the
 container, stays) and removed when the VM is deleted. ``DIR/guests.json`` says which guest runs.
+
+An image-managed cluster (the inventory's ``miglab_sim_cluster_image: true``, issue 19): the
+process also runs the simulated vLCM's REST server (``miglab.sim.vlcm_lab``; the simulator serves
+it as ``https://127.0.0.1:PORT/api``) and a plain-HTTP server of ``--depot-dir`` (default
+``DIR/bundles``, where ``miglab sim up`` writes the lab's bundles) for vCenter to pull depots from.
+``DIR/vlcm.json`` says where (``api_url``, ``rest_url``, ``depot_url``, ``depot_dir``,
+``cluster``); ``DIR/bundles.json``, when there, gets each served bundle's ``url``. The vLCM state
+(``DIR/vlcm``) starts afresh with each simulator, as its hosts do.
 
 The process stops on ``stop``, SIGTERM, after ``--max-life`` seconds (default 1800, 0: never) or
 when none of the host containers exists any more (a scenario destroyed without its cleanup); the
@@ -76,7 +85,8 @@ def start(args) -> int:
     cmd = [sys.executable, "-m", "miglab.sim.daemon", "run", "--inventory", args.inventory,
            "--out", str(out),
            "--reboot-seconds", str(args.reboot_seconds), "--extra", args.extra,
-           "--max-life", str(args.max_life), "--guest-image", args.guest_image]  # fmt: skip
+           "--max-life", str(args.max_life), "--guest-image", args.guest_image,
+           "--depot-dir", args.depot_dir]  # fmt: skip
     with open(out / "daemon.log", "ab") as log:
         proc = subprocess.Popen(
             cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
@@ -108,6 +118,7 @@ def stop(args) -> int:
             time.sleep(0.1)
     (out / "daemon.pid").unlink(missing_ok=True)
     (out / "vcsim.json").unlink(missing_ok=True)
+    (out / VLCM_JSON).unlink(missing_ok=True)
     return 0
 
 
@@ -140,9 +151,20 @@ def run(args) -> int:
     for old in seen.glob("*.json"):
         old.unlink(missing_ok=True)
     extra["*"].setdefault("host_state_dir", str(seen))
-    lab = vcsim_lab.lab_json(load_lab(args.inventory, catalog), catalog, host_extra=extra)
+    image_managed = vcsim_lab.sim_settings(args.inventory)["cluster_image"]
+    lab = vcsim_lab.lab_json(
+        load_lab(args.inventory, catalog),
+        catalog,
+        host_extra=extra,
+        cluster_image_managed=image_managed,
+    )
     names = [h["name"] for h in lab["hosts"]]
-    with vcsim_lab.Vcsim(lab, reboot_seconds=args.reboot_seconds) as sim:
+    (out / VLCM_JSON).unlink(missing_ok=True)
+    vlcm_state = out / VLCM_STATE
+    shutil.rmtree(vlcm_state, ignore_errors=True)  # a new vCenter: no image, depot or task yet
+    depot_dir = Path(args.depot_dir) if args.depot_dir else out / "bundles"
+    sim_args = {"vlcm_state_dir": vlcm_state, "depot_dir": depot_dir.absolute()}
+    with vcsim_lab.Vcsim(lab, reboot_seconds=args.reboot_seconds, **sim_args) as sim:
         ca = out / "ca.pem"
         shutil.copyfile(sim.ca_file, ca)
         conn = {
@@ -158,8 +180,12 @@ def run(args) -> int:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # it holds the password
         with os.fdopen(fd, "w") as f:
             f.write(json.dumps(conn, indent=2) + "\n")
+        if sim.vlcm:
+            _write_vlcm_json(out, sim, lab)
         tmp.replace(out / "vcsim.json")
         print(f"vcsim {sim.url} for {', '.join(names)}", flush=True)
+        if sim.vlcm:
+            print(f"vLCM {sim.api_url} (REST {sim.rest_url}, depots {sim.depot_url})", flush=True)
         keep_cmd = [sys.executable, "-m", "miglab.sim.daemon", "keep", "--out", str(out),
                     "--hosts", json.dumps(names), "--guest-image", args.guest_image]  # fmt: skip
         restarts = 0
@@ -185,7 +211,31 @@ def run(args) -> int:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 keeper.wait(timeout=30)
     (out / "vcsim.json").unlink(missing_ok=True)
+    (out / VLCM_JSON).unlink(missing_ok=True)
     return 0
+
+
+def _write_vlcm_json(out: Path, sim, lab: dict) -> None:
+    """Where the simulated vLCM and the depot server are (``DIR/vlcm.json``), and each served
+    bundle's URL in ``DIR/bundles.json`` (``miglab sim up``'s), both before vcsim.json appears."""
+    from miglab.sim.vlcm_lab import record_bundle_urls
+
+    depots = sim.vlcm_lab.depots
+    info = {
+        "api_url": sim.api_url,
+        "rest_url": sim.rest_url,
+        "depot_url": sim.depot_url,
+        "depot_dir": str(depots.folder) if depots else None,
+        "cluster": lab.get("cluster", "cluster1"),
+    }
+    tmp = out / (VLCM_JSON + ".tmp")
+    tmp.write_text(json.dumps(info, indent=2) + "\n")
+    tmp.replace(out / VLCM_JSON)
+    if depots is not None and (out / "bundles.json").is_file():
+        try:
+            record_bundle_urls(out / "bundles.json", depots)
+        except (OSError, ValueError) as exc:  # the lab still runs; the log says why
+            print(f"bundles.json: no URLs recorded: {exc}", flush=True)
 
 
 def _spawn_keeper(cmd: list[str], out: Path, restarts: int) -> subprocess.Popen:
@@ -454,6 +504,8 @@ BOOTS = "boots"  # the reboot link's folder under --out (the simulator's boot_ac
 # mounted read-only in the VM's container at vgpu_view.GUEST_DIR.
 HARDWARE = "hardware"
 HOSTS_SEEN = "vcenter"  # what vCenter shows of each host (vGPUs, services): host_state_dir
+VLCM_JSON = "vlcm.json"  # where the simulated vLCM and the depot server listen (image clusters)
+VLCM_STATE = "vlcm"  # the simulated vLCM's state folder under --out
 
 
 def _read_number(path: Path) -> int:
@@ -505,6 +557,9 @@ def main() -> int:
         p.add_argument("--extra", default="{}")
         p.add_argument("--max-life", type=float, default=1800)
         p.add_argument("--guest-image", default="")
+        p.add_argument(
+            "--depot-dir", default="", help="folder served for vLCM depots (default OUT/bundles)"
+        )
     sub.add_parser("stop").add_argument("--out", required=True)
     p = sub.add_parser("keep")
     p.add_argument("--out", required=True)

@@ -19,6 +19,13 @@ What ``up`` starts for a lab inventory (default ``inventories/sim``: one R750xa-
   committed (``golden``), as a real lab clones VMs from a template. The guests have no GPU: the
   MLPerf runs use the reference backend on CPU with tiny models and say so (``simulated``).
 
+**vLCM** (issue 19): with ``miglab_sim_cluster_image: true`` in the inventory the cluster is managed
+by a single image (``lifecycleManaged``); the simulator serves the simulated vLCM REST API at
+``https://127.0.0.1:PORT/api`` and the bundles folder over plain HTTP (``.cache/sim/vlcm.json``;
+each bundle's ``url`` in ``bundles.json``, for ``esxi_vgpu_driver_bundle_url``). Hosts with
+``miglab_host_esxi_version: "8.0.3"`` run ESXi 8.0 U3 (stand-in and simulator), and vCenter is
+8.0.3 then; their NVIDIA bundles are the ESXi 8 ones.
+
 ``down`` stops the simulator and removes every container of the lab (vcsim keeps its state in
 memory: the VMs are gone with it). ``status`` prints what runs. ``up`` twice is a no-op: the
 simulator binary and the stand-ins are stamped in the project's ``.cache``; the images are the
@@ -67,7 +74,8 @@ LABEL = "miglab.sim"
 RECIPE_LABEL = "miglab.recipe"  # the images' label: what they were built from (see the scripts)
 # The simulated hosts' driver bundle (the GRID guest driver stand-in is of the same branch).
 HOST_DRIVER = ("535.216.01", "7.0.2")
-ESXI_RELEASE = "7.0.3"
+ESXI_RELEASE = "7.0.3"  # a host's ESXi release unless its miglab_host_esxi_version says
+HOST_DRIVER_ESXI_8 = "8.0.0"  # the bundles' ESXi release (NVD-AIE-800) when every host runs 8.x
 # The guests' wheelhouse (mlperf_wheelhouse): the runtimes of the reference backend's SUTs, and
 # jinja2 and pyyaml for the nvidia backend (its session runs in a virtualenv beside the harness's
 # container: its templates, the GPU catalog).
@@ -415,9 +423,15 @@ def _lab(inventory: Path):
 def start_hosts(inventory: Path, env: dict[str, str]) -> dict:
     """One ESXi stand-in container per lab host, fresh, with the host bundles on its datastore."""
     lab = _lab(inventory)
+    releases = {host.name: _esxi_release(host) for host in lab.hosts}
+    esxi8 = bool(releases) and all(r.startswith("8.") for r in releases.values())
+    bundle_esxi = HOST_DRIVER_ESXI_8 if esxi8 else HOST_DRIVER[1]
     # NVIDIA's two host components (real-lab notes V8): the vGPU Manager and, from R525 on, the
     # GPU Management Daemon, each its own offline bundle of the same driver version.
-    bundles = {"host_driver": _make_bundle("AIE"), "gpu_mgmt_daemon": _make_bundle("DAEMON")}
+    bundles = {
+        "host_driver": _make_bundle("AIE", bundle_esxi),
+        "gpu_mgmt_daemon": _make_bundle("DAEMON", bundle_esxi),
+    }
     key_pub = env["MIGLAB_ESXI_STANDIN_KEY"] + ".pub"
     seen = SIM_DIR / "vcenter"  # the simulator writes each host's vGPUs and services there
     seen.mkdir(parents=True, exist_ok=True)
@@ -465,19 +479,26 @@ def start_hosts(inventory: Path, env: dict[str, str]) -> dict:
                 "esxi-standin",
                 "init",
                 f"gpus={gpus}",
-                f"esxi={ESXI_RELEASE}",
+                f"esxi={releases[name]}",
                 "acceptance=PartnerSupported",
             ]
         )
         for bundle in bundles.values():
             _run(["podman", "cp", bundle["local"], f"{name}:{bundle['path']}"])
-        log(f"ESXi host {name}: stand-in with {gpus} (ESXi {ESXI_RELEASE}, no NVIDIA driver yet)")
+        log(f"ESXi host {name}: stand-in with {gpus} (ESXi {releases[name]}, no NVIDIA driver yet)")
     (SIM_DIR / "bundles.json").write_text(json.dumps(bundles, indent=2) + "\n")
     return bundles["host_driver"]
 
 
-def _make_bundle(flavour: str) -> dict:
-    """A stand-in NVIDIA host bundle of HOST_DRIVER (make-bundle.py), as it lies on a datastore."""
+def _esxi_release(host) -> str:
+    """The ESXi release a lab host runs: its ``miglab_host_esxi_version``, else ESXI_RELEASE."""
+    return str(getattr(host, "esxi_version", None) or ESXI_RELEASE)
+
+
+def _make_bundle(flavour: str, esxi: str = HOST_DRIVER[1]) -> dict:
+    """A stand-in NVIDIA host bundle of HOST_DRIVER (make-bundle.py), as it lies on a datastore
+    (and, in an image-managed lab, as the depot server serves it: ``url``, added by the
+    simulator's process, miglab.sim.daemon)."""
     out = _run(
         [
             sys.executable,
@@ -485,7 +506,7 @@ def _make_bundle(flavour: str) -> dict:
             "--flavour",
             flavour,
             HOST_DRIVER[0],
-            HOST_DRIVER[1],
+            esxi,
             str(SIM_DIR / "bundles"),
         ]
     )
@@ -569,7 +590,7 @@ def down() -> int:
     names = list(_containers())
     if names:
         _run(["podman", "rm", "-f", "-t", "5", *names], check=False)
-    for name in ("guests.json", "bundles.json", "inventory"):
+    for name in ("guests.json", "bundles.json", "inventory", "vlcm.json"):
         (SIM_DIR / name).unlink(missing_ok=True)
     log(f"down: simulator stopped, {len(names)} container(s) removed")
     return 0
@@ -578,9 +599,15 @@ def down() -> int:
 def status(inventory: Path | None = None, *, as_json: bool = False) -> int:
     alive = _daemon_alive()
     conn = json.loads((SIM_DIR / "vcsim.json").read_text()) if alive else {}
+    vlcm = {}
+    if alive:
+        with contextlib.suppress(OSError, ValueError):
+            vlcm = json.loads((SIM_DIR / "vlcm.json").read_text())
     info = {
         "up": alive,
         "vcenter": f"https://{conn['hostname']}:{conn['port']}/sdk" if conn else None,
+        "vlcm": vlcm.get("api_url"),
+        "depots": vlcm.get("depot_url"),
         "hosts": _containers("esxi"),
         "guests": _containers("guest"),
         "state_dir": str(SIM_DIR),
@@ -592,6 +619,8 @@ def status(inventory: Path | None = None, *, as_json: bool = False) -> int:
         print("simulated lab: down (start it with: miglab sim up)")
         return 1
     print(f"simulated lab: up   vCenter {info['vcenter']} (connection in {SIM_DIR / 'vcsim.json'})")
+    if info["vlcm"]:
+        print(f"  vLCM image-managed cluster: REST {info['vlcm']}, depots {info['depots']}")
     for name, state in info["hosts"].items():
         print(f"  ESXi host  {name:40s} {state}")
     running = sum(1 for s in info["guests"].values() if s == "running")

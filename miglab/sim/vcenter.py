@@ -13,6 +13,11 @@ a free loopback port and stops it again::
 The process never outlives its owner: ``stop()`` (also on ``__exit__`` and garbage collection)
 terminates, then kills it, and the simulator exits by itself when its standard input, a pipe from
 this process, closes.
+
+An image-managed cluster (``lab_json(..., cluster_image_managed=True)``, the inventory's
+``miglab_sim_cluster_image: true``) gets the simulated vLCM: ``Vcsim`` starts its REST server (and
+a depot server for ``depot_dir``) in this process (``miglab.sim.vlcm_lab``) and the simulator
+proxies ``https://127.0.0.1:PORT/api/`` to it (``sim.api_url``).
 """
 
 from __future__ import annotations
@@ -44,6 +49,12 @@ BUILD_SCRIPT = Path(str(resources.files("miglab.sim"))) / "vcsim" / "build.sh"
 def default_binary() -> Path:
     return cache_dir() / "vcsim" / "miglab-vcsim"
 
+
+# The vCenter release of a lab whose hosts run ESXi 8 (vCenter manages hosts of its release and
+# older): vCenter Server 8.0 Update 3 (miglab/sim/vcsim/versions.go).
+VCENTER_8 = "8.0.3"
+# The lab inventory's simulator settings (sim only): miglab_sim_<key>, on the ESXi hosts.
+SIM_PREFIX = "miglab_sim_"
 
 # PCI bus numbers given to a host's GPUs, in order (those of a 4-GPU Dell PowerEdge first).
 GPU_BUSES = (0x3B, 0x5E, 0x86, 0xAF, 0xD8, 0x17, 0x31, 0x4B, 0x65, 0xB1, 0xCA, 0xE3)
@@ -91,6 +102,8 @@ def lab_json(
     datastore: str = "datastore1",
     network: str = "VM Network",
     host_extra: dict[str, dict] | None = None,
+    vcenter_version: str | None = None,
+    cluster_image_managed: bool = False,
 ) -> dict:
     """The simulator's lab file for a miglab ``Lab`` (``miglab.adapters.inventory.load_lab``).
 
@@ -104,6 +117,9 @@ def lab_json(
     ``graphics_type`` / ``assignment_policy`` are every host's starting graphics configuration;
     ``host_extra`` adds lab-file keys per host name, ``"*"`` for every host (e.g.
     ``{"*": {"reboot_seconds": 0.5}}``).
+    Each host's ``esxi_version`` (the inventory's ``miglab_host_esxi_version``) becomes its
+    lab-file ``esxi_version``; ``vcenter_version`` defaults to 8.0.3 when a host runs ESXi 8 (else
+    the simulator's 7.0.3); ``cluster_image_managed``: the cluster is managed by a vLCM image.
     """
     extra = host_extra or {}
     hosts = []
@@ -145,15 +161,48 @@ def lab_json(
             "graphics_type": graphics_type,
             "assignment_policy": assignment_policy,
         }
+        esxi_version = getattr(host, "esxi_version", None)
+        if esxi_version:
+            entry["esxi_version"] = str(esxi_version)
         entry.update(copy.deepcopy(extra.get("*", {})))
         entry.update(copy.deepcopy(extra.get(host.name, {})))
         hosts.append(entry)
-    return {
+    if vcenter_version is None and any(
+        str(h.get("esxi_version", "")).startswith("8.") for h in hosts
+    ):
+        vcenter_version = VCENTER_8
+    out = {
         "datacenter": datacenter,
         "cluster": cluster,
         "datastore": datastore,
         "network": network,
         "hosts": hosts,
+    }
+    if vcenter_version:
+        out["vcenter_version"] = vcenter_version
+    if cluster_image_managed:
+        out["cluster_image_managed"] = True
+    return out
+
+
+def _truthy(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)
+
+
+def sim_settings(inventory: str | Path) -> dict:
+    """The lab inventory's simulator settings, read as Ansible reads the ESXi hosts' variables:
+    ``cluster_image`` (``miglab_sim_cluster_image``: the simulated cluster is managed by a vLCM
+    image; true when any ESXi host has it true)."""
+    from miglab.adapters.ansible_inventory import group_host_vars
+    from miglab.adapters.inventory import HOST_GROUP, _inventory_sources
+
+    per_host = group_host_vars(_inventory_sources(Path(inventory)), HOST_GROUP, SIM_PREFIX)
+    return {
+        "cluster_image": any(
+            _truthy(v.get(SIM_PREFIX + "cluster_image")) for v in per_host.values()
+        ),
     }
 
 
@@ -280,10 +329,19 @@ class Vcsim:
     method, ``jitter`` as a coefficient of variation. ``reboot_seconds``: how long a rebooting
     host stays away unless its lab entry says otherwise.
 
+    ``vlcm``: start the simulated vLCM REST server (``miglab.sim.vlcm_lab.VlcmLab``) in this
+    process and proxy the simulator's ``/api/`` to it; default: when the lab's cluster is
+    image-managed (``cluster_image_managed``). ``vlcm_backend``: its host backend (default a
+    ``LabBackend`` on this simulator, stand-in containers named like the hosts),
+    ``vlcm_state_dir`` its state folder (default in ``workdir``), ``depot_dir`` a folder the depot
+    server serves (``depot_url``; the lab's offline bundles).
+
     After start: ``url`` (``https://127.0.0.1:PORT/sdk``), ``host``, ``port``, ``username``,
     ``password``, ``ca_file`` (str: the PEM file of the CA that signed the server certificate),
     ``lab`` (the dict as written), ``pid``, ``log_file`` (the simulator's stderr), ``workdir``
-    (removed on stop unless ``keep_workdir`` or the environment's ``MIGLAB_VCSIM_KEEP=1``).
+    (removed on stop unless ``keep_workdir`` or the environment's ``MIGLAB_VCSIM_KEEP=1``); with
+    vLCM ``api_url`` (``https://127.0.0.1:PORT/api``), ``rest_url`` (the REST server itself),
+    ``depot_url`` (or None), ``vlcm_lab``.
     """
 
     def __init__(
@@ -299,6 +357,10 @@ class Vcsim:
         reboot_seconds: float = 2.0,
         start_timeout: float = 30.0,
         keep_workdir: bool | None = None,
+        vlcm: bool | None = None,
+        vlcm_backend: Any = None,
+        vlcm_state_dir: str | Path | None = None,
+        depot_dir: str | Path | None = None,
         **host_settings: Any,
     ) -> None:
         self.lab = copy.deepcopy(lab) if lab is not None else default_lab()
@@ -315,6 +377,14 @@ class Vcsim:
         if keep_workdir is None:  # MIGLAB_VCSIM_KEEP=1: keep lab file, certificates and log
             keep_workdir = os.environ.get("MIGLAB_VCSIM_KEEP", "") not in ("", "0")
         self.keep_workdir = keep_workdir
+        self.vlcm = bool(self.lab.get("cluster_image_managed")) if vlcm is None else vlcm
+        self.vlcm_backend = vlcm_backend
+        self.vlcm_state_dir = vlcm_state_dir
+        self.depot_dir = depot_dir
+        self.vlcm_lab: Any = None
+        self.api_url: str | None = None
+        self.rest_url: str | None = None
+        self.depot_url: str | None = None
         self.host = "127.0.0.1"
         self.port: int | None = None
         self.url: str | None = None
@@ -359,11 +429,17 @@ class Vcsim:
         ]  # fmt: skip
         if self.delays:
             cmd += ["-delay-json", json.dumps(self.delays)]
+        if self.vlcm:
+            cmd += ["-rest-upstream", self._start_vlcm()]
         env = dict(os.environ, TMPDIR=str(tmp))  # the datastore and VM files live there
-        with open(self.log_file, "wb") as log:
-            self._proc = subprocess.Popen(
-                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env
-            )
+        try:
+            with open(self.log_file, "wb") as log:
+                self._proc = subprocess.Popen(
+                    cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env
+                )
+        except BaseException:
+            self.stop()  # the vLCM servers, if started
+            raise
         workdir = None if self.keep_workdir else str(self.workdir)
         self._finalizer = weakref.finalize(self, _stop_process, self._proc, workdir)
         try:
@@ -372,7 +448,25 @@ class Vcsim:
             self.stop()
             raise
         self.url, self.port, self.pid = info["url"], int(info["port"]), int(info["pid"])
+        if self.vlcm:
+            self.api_url = f"https://{self.host}:{self.port}/api"
         return self
+
+    def _start_vlcm(self) -> str:
+        """The vLCM REST (and depot) server in this process; its URL for -rest-upstream."""
+        from miglab.sim.vlcm_lab import LabBackend, VlcmLab
+
+        backend = self.vlcm_backend if self.vlcm_backend is not None else LabBackend()
+        if hasattr(backend, "bind"):
+            backend.bind(self.connect)  # lazily: the simulator is not up yet
+        state_dir = Path(self.vlcm_state_dir or self.workdir / "vlcm")
+        state_dir.mkdir(parents=True, exist_ok=True)
+        depot_dir = self.depot_dir if self.depot_dir and Path(self.depot_dir).is_dir() else None
+        self.vlcm_lab = VlcmLab(
+            backend, self.username, self.password, state_dir, depot_dir=depot_dir
+        ).start()
+        self.rest_url, self.depot_url = self.vlcm_lab.rest_url, self.vlcm_lab.depot_url
+        return self.rest_url
 
     def _read_ready_line(self) -> dict:
         deadline = time.monotonic() + self.start_timeout
@@ -397,6 +491,9 @@ class Vcsim:
         return f":\n{text[-4000:]}" if text else ""
 
     def stop(self) -> None:
+        if self.vlcm_lab is not None:
+            self.vlcm_lab.stop()  # first: its tasks talk to the simulator
+            self.vlcm_lab = None
         if self._finalizer is not None:
             self._finalizer()  # runs _stop_process once
 

@@ -21,8 +21,6 @@ const (
 	nvidiaVendorID   = 0x10de
 	nvidiaVendorName = "NVIDIA Corporation"
 	classID3D        = 0x0302 // PCI class "3D controller", as data-centre GPUs report
-	esxiVersion      = "7.0.3"
-	esxiBuild        = "19193900" // ESXi 7.0 Update 3c
 )
 
 // gpuUse is one vGPU of a powered-on VM placed on a physical GPU.
@@ -159,8 +157,10 @@ func setupHost(h *simulator.HostSystem, lh *LabHost, rebootSeconds float64) *hos
 	sum.MemorySize = hw.MemorySize
 
 	product := h.Config.Product
-	product.FullName = "VMware ESXi " + esxiVersion + " build-" + esxiBuild
-	product.Version, product.Build, product.ApiVersion = esxiVersion, esxiBuild, "7.0.3.0"
+	rel := esxiReleases[lh.EsxiVersion] // checked by loadLab (versions.go)
+	product.FullName = "VMware ESXi " + rel.version + " build-" + rel.build
+	product.Version, product.Build, product.ApiVersion = rel.version, rel.build, rel.apiVersion
+	product.LicenseProductVersion = majorMinor(rel.version)
 	h.Config.Product = product
 	h.Summary.Config.Product = &product
 

@@ -33,6 +33,11 @@ type Lab struct {
 	// leases the guests' addresses (none: no VM reports a guest IP)
 	Templates []LabTemplate `json:"templates"`
 	GuestDHCP string        `json:"guest_dhcp"`
+	// optional (issue 19, versions.go): the vCenter release (about.version/apiVersion/build),
+	// default 7.0.3; and whether the cluster is managed by a single vLCM image
+	// (ComputeResource.lifecycleManaged, vSphere API 7.0)
+	VcenterVersion      string `json:"vcenter_version"`
+	ClusterImageManaged bool   `json:"cluster_image_managed"`
 }
 
 // MigPlacement is where a MIG-backed vGPU type's GPU instance may start (memory slices) and how
@@ -105,6 +110,9 @@ type LabHost struct {
 	// every boot) | "on" (started at boot) | "automatic"; the lab starts with SSH running, as an
 	// admin who lets Ansible in leaves it (real-lab notes V6)
 	SSHPolicy string `json:"ssh_policy"`
+	// optional (versions.go): the ESXi release the host runs (config.product), default 7.0.3;
+	// not newer than vcenter_version
+	EsxiVersion string `json:"esxi_version"`
 }
 
 var (
@@ -324,6 +332,7 @@ func loadLab(path string) (*Lab, error) {
 			}
 		}
 	}
+	checkVersions(lab, bad)
 	checkGuests(lab, bad)
 	problems = append(problems, checkNetworks(lab)...)
 	if len(problems) > 0 {

@@ -1,13 +1,16 @@
 // Command miglab-vcsim is miglab's vSphere simulator: govmomi's vcsim (0.24, Debian's sources,
-// built by miglab/sim/vcsim/build.sh) holding a vCenter 7.0.3 with one datacenter, one cluster, one
-// datastore and network, and ESXi hosts that carry NVIDIA GPUs for MIG-backed vGPUs, as a lab
-// file describes them. Test infrastructure only; miglab/sim/vcsim/README.md has the details.
+// built by miglab/sim/vcsim/build.sh) holding a vCenter (7.0.3 unless the lab file says 8.0.x)
+// with one datacenter, one cluster, one datastore and network, and ESXi hosts that carry NVIDIA
+// GPUs for MIG-backed vGPUs, as a lab file describes them; with -rest-upstream its /api/ is
+// another server's (miglab.sim's vLCM REST server). Test infrastructure only;
+// miglab/sim/vcsim/README.md has the details.
 //
 // Usage:
 //
 //	miglab-vcsim -lab lab.json [-listen 127.0.0.1:0] [-tlscert F -tlskey F]
 //	             [-username U -password-file F | -password P] [-delay-json '{"CreateVM_Task": 1500}']
 //	             [-delay MS] [-delay-jitter C] [-reboot-seconds S] [-watch-stdin] [-trace]
+//	             [-rest-upstream http://127.0.0.1:PORT]
 //
 // On start it prints one line of JSON to stdout and keeps serving until SIGINT/SIGTERM (or, with
 // -watch-stdin, until its standard input closes):
@@ -17,6 +20,8 @@
 // Lab file (JSON; unknown keys are errors; values shown are the defaults where optional):
 //
 //	{
+//	  "vcenter_version": "7.0.3",                         // optional: or 8.0.0 .. 8.0.3
+//	  "cluster_image_managed": false,                     // optional: lifecycleManaged (vLCM)
 //	  "datacenter": "dc1", "cluster": "cluster1",         // optional
 //	  "datastore": "datastore1", "network": "VM Network", // optional
 //	  "distributed_switch": "DSwitch",                    // optional (V12): a vDS, every host
@@ -25,6 +30,7 @@
 //	  "opaque_networks": ["nsx-segment"],                 // optional: NSX OpaqueNetworks
 //	  "hosts": [{
 //	    "name": "esxi-01.sim.miglab.test",                // required, unique
+//	    "esxi_version": "7.0.3",                          // optional: not newer than vCenter
 //	    "cpus": 128,                                      // required: logical CPUs (threads)
 //	    "cpu_cores": 64, "cpu_packages": 2,               // optional: cpus/2 and 2 (if even)
 //	    "cpu_mhz": 2000, "cpu_model": "Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz",  // optional
@@ -80,6 +86,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"os/signal"
@@ -92,12 +99,6 @@ import (
 	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
-)
-
-const (
-	vcVersion    = "7.0.3"
-	vcApiVersion = "7.0.3.0"
-	vcBuild      = "19480866" // vCenter Server 7.0 Update 3d
 )
 
 func main() {
@@ -114,6 +115,8 @@ func main() {
 	rebootSeconds := flag.Float64("reboot-seconds", 2, "seconds a rebooting host stays away")
 	watchStdin := flag.Bool("watch-stdin", false, "exit when standard input closes")
 	trace := flag.Bool("trace", false, "write SOAP traffic to stderr")
+	restUpstream := flag.String("rest-upstream", "",
+		"serve /api/ from this server (http://127.0.0.1:PORT): the vSphere Automation API")
 	flag.Parse()
 	if *passwordFile != "" {
 		// the password from a file: a command line is visible to every local user (ps)
@@ -126,14 +129,14 @@ func main() {
 	}
 
 	if err := run(*labFile, *listen, *tlsCert, *tlsKey, *username, *password, *delayJSON,
-		*delayAll, *jitter, *rebootSeconds, *watchStdin, *trace); err != nil {
+		*delayAll, *jitter, *rebootSeconds, *watchStdin, *trace, *restUpstream); err != nil {
 		fmt.Fprintln(os.Stderr, "miglab-vcsim:", err)
 		os.Exit(2)
 	}
 }
 
 func run(labFile, listen, tlsCert, tlsKey, username, password, delayJSON string, delayAll int,
-	jitter, rebootSeconds float64, watchStdin, trace bool) error {
+	jitter, rebootSeconds float64, watchStdin, trace bool, restUpstream string) error {
 	if labFile == "" {
 		return fmt.Errorf("-lab is required")
 	}
@@ -153,16 +156,25 @@ func run(labFile, listen, tlsCert, tlsKey, username, password, delayJSON string,
 	if rebootSeconds < 0 || delayAll < 0 || jitter < 0 {
 		return fmt.Errorf("-reboot-seconds, -delay and -delay-jitter must not be negative")
 	}
+	var rest http.HandlerFunc
+	if restUpstream != "" {
+		if rest, err = restProxy(restUpstream); err != nil {
+			return err
+		}
+	}
 
-	// An empty vCenter (no stock inventory), API 7.0.3: pyVmomi reads 7.0 types (e.g.
-	// HostSharedGpuCapabilities) only from a server that says so.
+	// An empty vCenter (no stock inventory), API 7.0.3 or the lab's 8.0.x: pyVmomi reads 7.0
+	// types (e.g. HostSharedGpuCapabilities, ComputeResource.lifecycleManaged) only from a
+	// server that says so.
 	m := simulator.VPX()
 	m.Datacenter, m.Host, m.Cluster, m.ClusterHost = 0, 0, 0, 0
 	m.Datastore, m.Machine, m.Portgroup, m.App, m.Pod, m.Folder = 0, 0, 0, 0, 0, 0
 	m.Autostart = false
+	vc := vcenterReleases[lab.VcenterVersion] // checked by loadLab
 	about := &m.ServiceContent.About
-	about.Version, about.ApiVersion, about.Build = vcVersion, vcApiVersion, vcBuild
-	about.FullName = "VMware vCenter Server " + vcVersion + " build-" + vcBuild
+	about.Version, about.ApiVersion, about.Build = vc.version, vc.apiVersion, vc.build
+	about.FullName = "VMware vCenter Server " + vc.version + " build-" + vc.build
+	about.LicenseProductVersion = majorMinor(vc.version)
 	if err := m.Create(); err != nil {
 		return err
 	}
@@ -194,6 +206,10 @@ func run(labFile, listen, tlsCert, tlsKey, username, password, delayJSON string,
 			return fmt.Errorf("-tlscert/-tlskey: %v", err)
 		}
 		m.Service.TLS.Certificates = []tls.Certificate{cert}
+	}
+	if rest != nil {
+		// registered before NewServer, which adds it to the mux beside /sdk
+		m.Service.HandleFunc("/api/", rest)
 	}
 	s := m.Service.NewServer()
 	port, _ := strconv.Atoi(s.URL.Port())
@@ -296,6 +312,9 @@ func buildInventory(m *simulator.Model, lab *Lab, dsDir string, rebootSeconds fl
 	summary.OverallStatus = types.ManagedEntityStatusGreen
 	cr := simulator.Map.Get(cluster.Reference()).(*simulator.ClusterComputeResource)
 	*cr.Summary.GetComputeResourceSummary() = summary
+	// vSphere 7+: whether the cluster is managed by a single vLCM image (ComputeResource
+	// .lifecycleManaged); false like a real vCenter's baseline-managed cluster.
+	cr.LifecycleManaged = types.NewBool(lab.ClusterImageManaged)
 	// The stock simulator's clusters have DRS on (and ignore the create spec); the lab says
 	// (default off, as the seed's lone host): miglab reads drsConfig to decide what maintenance
 	// mode can do (real-lab notes V4, V5). Nothing migrates VMs either way.

@@ -14,6 +14,7 @@ Debian container that plays the host in molecule scenarios:
     vmkload_mod -l                                    (the nvidia module while the driver runs)
     /etc/init.d/nvdGpuMgmtDaemon start|stop|status    (once the GPU Management Daemon is installed)
     esxi-standin reboot | boot-request | preinstall [--loaded] ZIP | sshd | show
+    esxi-standin components | image-apply [ZIP...]    (the simulated vLCM's view and remediation)
 
 It keeps the host's state in one JSON file ($ESXI_STANDIN_STATE, default
 /var/lib/esxi-standin/state.json): ESXi release, acceptance level, the installed NVIDIA driver
@@ -80,6 +81,19 @@ ESXI_RELEASES = {  # version -> (build, `vmware -l` level, ESXi base component d
     "7.0.3": (19193900, "Update 3", "7.0 Update 3c"),
     "8.0.0": (20513097, "GA", "8.0 GA"),
     "8.0.1": (21495797, "Update 1", "8.0 Update 1"),
+    # ESXi 8.0 Update 3 GA (VMware's release notes: 25 JUN 2024, ISO build 24022510); its base
+    # image as vLCM shows it: version 8.0.3-0.0.24022510, display version "8.0 U3"
+    "8.0.3": (24022510, "Update 3", "8.0 U3"),
+}
+# The middle of the base component's version (<release>-<middle>.<build>) where it is not 0.20
+# (ESXi 7.0 U3c's 7.0.3-0.20.19193900); and each release's GA date (vLCM's base image
+# release_date; VMware's release notes).
+ESXI_BASE_MIDDLE = {"8.0.3": "0.0"}
+ESXI_RELEASE_DATES = {
+    "7.0.3": "2022-01-27",
+    "8.0.0": "2022-10-11",
+    "8.0.1": "2023-04-18",
+    "8.0.3": "2024-06-25",
 }
 
 
@@ -174,6 +188,7 @@ def _boot(state: dict, why: str) -> None:
         gpu["mig_current"] = gpu["mig_pending"]
         gpu["in_use"] = False
     state["reboots"] += 1
+    state.pop("reboot_required", None)  # image-apply's pending reboot is done
     _link_nvsmi(drv is not None)
     _link_daemon(state["daemon"] is not None)
     # The daemon starts at boot when installed (its init script runs at boot), once the nvidia
@@ -235,10 +250,15 @@ def _base_vibs(state) -> list[dict]:
     ]  # fmt: skip
 
 
+def _base_version(state) -> str:
+    build = ESXI_RELEASES[state["esxi"]][0]
+    return f"{state['esxi']}-{ESXI_BASE_MIDDLE.get(state['esxi'], '0.20')}.{build}"
+
+
 def _base_components(state) -> list[dict]:
-    build, _level, display = ESXI_RELEASES[state["esxi"]]
+    _build, _level, display = ESXI_RELEASES[state["esxi"]]
     return [
-        {"name": "ESXi", "display_name": "ESXi", "version": f"{state['esxi']}-0.20.{build}",
+        {"name": "ESXi", "display_name": "ESXi", "version": _base_version(state),
          "display_version": display, "vendor": "VMware, Inc.",
          "acceptance_level": "VMwareCertified", "date": "05-05-2023"},
     ]  # fmt: skip
@@ -352,9 +372,8 @@ def _vib_id(vib: dict) -> str:
     return f"{vib['vendor']}_bootbank_{vib['name']}_{vib['version']}"
 
 
-def install(state, depot_path: str, kind: str) -> str:
-    depot = read_depot(depot_path)
-    vib = depot["vib"]
+def _check_acceptance(state, vib: dict) -> None:
+    """esxcli's AcceptanceLevelError for a VIB below the host's acceptance level."""
     host_level, vib_level = state["acceptance"], vib["acceptance_level"]
     if ACCEPTANCE.index(vib_level) > ACCEPTANCE.index(host_level):
         raise Exit(
@@ -369,6 +388,12 @@ def install(state, depot_path: str, kind: str) -> str:
                 " Please refer to the log file for more details.\n"
             ),
         )
+
+
+def install(state, depot_path: str, kind: str) -> str:
+    depot = read_depot(depot_path)
+    vib = depot["vib"]
+    _check_acceptance(state, vib)
     comp = depot["component"]
     comp_id = f"{comp['name']}_{comp['version']}"
     pkg = _kind(depot)
@@ -1015,6 +1040,104 @@ def sshd(args: list[str]) -> str:
 
 
 # --------------------------------------------------------------------------------------------
+# vSphere Lifecycle Manager (vLCM): what an image-managed cluster's remediation does to the host
+# (miglab/sim/vlcm_lab.py runs these through `podman exec`)
+# --------------------------------------------------------------------------------------------
+PACKAGES = ("driver", "daemon")  # the NVIDIA components a stand-in host can hold
+COMPONENT_KEYS = ("version", "display_name", "display_version", "vendor")
+
+
+def _component_id(pkg: dict) -> str:
+    return f"{pkg['component']['name']}_{pkg['component']['version']}"
+
+
+def components(state) -> dict:
+    """``esxi-standin components``: the base image and the non-base (NVIDIA) components as
+    vLCM's software info shows them (vSphere Automation API, esx/settings: BaseImageInfo,
+    ComponentInfo), and whether a reboot is pending after ``image-apply``."""
+    _build, _level, display = ESXI_RELEASES[state["esxi"]]
+    date = ESXI_RELEASE_DATES.get(state["esxi"])
+    comps = {}
+    for pkg in PACKAGES:
+        if state[pkg]:
+            c = state[pkg]["component"]
+            comps[c["name"]] = {k: c[k] for k in COMPONENT_KEYS}
+    return {
+        "esxi": state["esxi"],
+        "base_image": {
+            "version": _base_version(state),
+            "display_name": "ESXi",
+            "display_version": display,
+            "release_date": f"{date}T00:00:00.000Z" if date else None,
+        },
+        "components": comps,
+        "reboot_required": bool(state.get("reboot_required")),
+        "driver_running": state["loaded_driver"],
+    }
+
+
+def image_apply(state, paths: list[str]) -> dict:
+    """``esxi-standin image-apply [ZIP...]``: make the host's NVIDIA components exactly those of
+    these stand-in bundles, as vLCM's remediation installs a desired image: each given component
+    is installed or replaced (as ``esxcli software component apply``: the same acceptance-level
+    check), an NVIDIA component not given is removed, an unchanged one skipped. Like an image
+    staged for the next boot, the new driver runs only after a reboot (``reboot_required``;
+    vLCM's impact REBOOT_REQUIRED); ASSUMPTION V19-APPLY (README.md): no refusal while the GPU
+    Management Daemon runs (the image is activated at boot, not installed into the running
+    system). Nothing changes when any bundle is refused. Returns the result as JSON-ready
+    dict: installed / removed / skipped component ids, reboot_required."""
+    wanted: dict[str, tuple[str, dict]] = {}
+    for path in paths:
+        depot = read_depot(path)
+        pkg = _kind(depot)
+        if pkg in wanted:
+            other = wanted[pkg][1]["component"]["name"]
+            raise Exit(
+                1,
+                out=(
+                    "[ComponentConflictError]\n"
+                    f" Components {other} and {depot['component']['name']} both provide the "
+                    f"NVIDIA {'GPU Management Daemon' if pkg == 'daemon' else 'host driver'}: "
+                    "an image holds one of them\n"
+                    " Please refer to the log file for more details.\n"
+                ),
+            )
+        wanted[pkg] = (path, depot)
+    for _path, depot in wanted.values():
+        _check_acceptance(state, depot["vib"])
+    installed, removed, skipped = [], [], []
+    for pkg in PACKAGES:
+        have, want = state[pkg], wanted.get(pkg)
+        if want is None:
+            if have:
+                removed.append(_component_id(have))
+                state[pkg] = None
+                if pkg == "daemon":
+                    state["daemon_running"] = False
+                _log(state, f"image-apply: removed {_component_id(have)}")
+            continue
+        path, depot = want
+        if have and have["component"] == depot["component"] and have["vib"] == depot["vib"]:
+            skipped.append(_component_id(have))
+            continue
+        if have:
+            removed.append(_component_id(have))
+        state[pkg] = {**depot, "installed": _now()}
+        installed.append(_component_id(state[pkg]))
+        _log(state, f"image-apply: installed {_component_id(state[pkg])} from {path}")
+    _link_nvsmi(state["driver"] is not None)
+    _link_daemon(state["daemon"] is not None)
+    if installed or removed:
+        state["reboot_required"] = True
+    return {
+        "installed": installed,
+        "removed": removed,
+        "skipped": skipped,
+        "reboot_required": bool(state.get("reboot_required")),
+    }
+
+
+# --------------------------------------------------------------------------------------------
 # the stand-in's own commands
 # --------------------------------------------------------------------------------------------
 
@@ -1066,6 +1189,12 @@ def standin(args: list[str]) -> str:
         return ""
     if cmd == "sshd":
         return sshd(args[1:])
+    if cmd == "components":
+        with host_state(write=False) as s:
+            return json.dumps(components(s), indent=2, sort_keys=True) + "\n"
+    if cmd == "image-apply":
+        with host_state() as s:
+            return json.dumps(image_apply(s, args[1:]), indent=2) + "\n"
     if cmd == "show":
         with host_state(write=False) as s:
             return json.dumps(s, indent=2) + "\n"
@@ -1074,7 +1203,8 @@ def standin(args: list[str]) -> str:
 
 USAGE = (
     "init [gpus=MODEL:N,...] [mig=I,...] [in_use=I,...] [esxi=V] [acceptance=L] | reboot | "
-    "boot-request | preinstall [--loaded] ZIP | sshd [SSHD-OPTIONS] | show"
+    "boot-request | preinstall [--loaded] ZIP | sshd [SSHD-OPTIONS] | show | components | "
+    "image-apply [ZIP...]"
 )
 COMMANDS = {
     "esxcli": esxcli,
