@@ -24,6 +24,7 @@ each power-on wave and stops on a difference (``placement_mismatches``). An opti
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from dataclasses import dataclass, field
 
 from miglab.core.catalog import Catalog, GpuModel, MigProfile, TimeSlicedType
@@ -347,6 +348,9 @@ def wave_placement(vm_results: list[dict], host_outputs: dict[str, str]) -> dict
 
     Returns {"vms": {name: {"gpu", "mig_slot", "planned": {"gpu", "mig_slot"}, "pinned"}},
     "problems": [one line per VM not where the plan put it, or the host and vCenter disagree]}.
+    A time-sliced vGPU (no planned MIG slot) the host lists also gets ``gpu_vgpus``: how many
+    vGPUs the host's vGPU manager runs on its GPU (the VMs that share it by time slicing; the
+    simulated lab's SUT gives each 1/N of the GPU).
     """
     seen: dict[str, dict] = {}
     problems: list[str] = []
@@ -362,6 +366,7 @@ def wave_placement(vm_results: list[dict], host_outputs: dict[str, str]) -> dict
             continue
         for vm, where in found.items():
             seen[vm] = {**where, "host": host}
+    sharing = Counter((v["host"], normalize_pci_id(v["gpu"])) for v in seen.values())
     out: dict[str, dict] = {}
     planned: dict[str, dict] = {}
     actual: dict[str, dict] = {}
@@ -387,6 +392,9 @@ def wave_placement(vm_results: list[dict], host_outputs: dict[str, str]) -> dict
         }
         got = {"gpu": None if gpu is None else normalize_pci_id(gpu), "mig_slot": slot}
         out[name] = {**got, "planned": want, "pinned": bool(p.get("pinned"))}
+        if want["mig_slot"] is None and host_view is not None:
+            where = (host_view["host"], normalize_pci_id(host_view["gpu"]))
+            out[name]["gpu_vgpus"] = sharing[where]
         if want["mig_slot"] is not None and host_view is None:
             problems.append(f"{name}: no vGPU of this VM in its host's nvidia-smi vgpu -q")
             continue

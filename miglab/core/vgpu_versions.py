@@ -17,12 +17,13 @@ import re
 from dataclasses import dataclass
 
 # NVIDIA vGPU software major release -> host driver branch, each with its source (SOURCES.md).
-# Releases without a source here (9, 10, 11, 14, 20 and later) are left out: a host driver of
+# Releases without a source here (9, 10, 11, 20 and later) are left out: a host driver of
 # another branch is "vGPU software unknown" and not judged.
 VGPU_BRANCHES: dict[int, tuple[int, str]] = {
     8: (418, "vGPU 8.x release notes (R418): 8.0 = 418.66 ... 8.10 = 418.240"),
     12: (460, "vGPU 12.x release notes (R460): 12.0 = 460.32.03 ... 12.4 = 460.106.00"),
     13: (470, "NVIDIA AI Enterprise 1.4 release notes: vGPU 13.5 = Virtual GPU Manager 470.161.02"),
+    14: (510, "vGPU 14.x release notes (R510): 14.0 = 510.47.03"),
     15: (525, "vGPU 15.x release notes (R525): 15.0 = 525.60.12, 15.1 = 525.85.07"),
     16: (535, "NVIDIA vGPU software lifecycle: 'NVIDIA vGPU 16 R535 Long-Term Support'"),
     17: (550, "NVIDIA vGPU software lifecycle: 'NVIDIA vGPU 17 R550 Production'"),

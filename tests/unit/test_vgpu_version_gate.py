@@ -99,7 +99,8 @@ def test_release_formats():
         ("470.161.02", 13),
         ("460.32.03", 12),
         ("418.66", 8),
-        ("510.47.03", None),  # R510: no source for its vGPU release here
+        ("510.47.03", 14),
+        ("450.80.02", None),  # R450: no source for its vGPU release here
         ("{{ x }}", None),
         ("latest", None),
         (None, None),
@@ -133,7 +134,7 @@ def test_vsphere_boundary(esxi, ok):
         ((12, 2), "460.32.03", None),  # 12.x: the minor release decides, not known
         ((12, 2), "470.161.02", True),
         ((12, 2), "418.66", False),
-        ((15, 0), "510.47.03", None),  # branch without a known release
+        ((15, 0), "450.80.02", None),  # branch without a known release
         ((15, 0), None, None),
     ],
 )
@@ -261,10 +262,10 @@ def test_vgpu_software_gate_from_the_host_driver(tmp_path, driver, refused):
 
 
 def test_unknown_driver_release_is_said(tmp_path):
-    c, i = _files(tmp_path, campaign=H100, gpu="H100-PCIE-80GB", driver='"510.47.03"')
+    c, i = _files(tmp_path, campaign=H100, gpu="H100-PCIE-80GB", driver='"450.80.02"')
     campaign, _ = load_checked(c, i)
     (note,) = [w for w in campaign.warnings if "not checked" in w]
-    assert "vGPU software release of host driver 510.47.03 is not known" in note
+    assert "vGPU software release of host driver 450.80.02 is not known" in note
 
 
 def test_every_host_with_the_gpu_is_judged(catalog):

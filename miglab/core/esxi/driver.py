@@ -10,6 +10,7 @@ import re
 
 from miglab.core.esxi.daemon import nvidia_module_loaded, plan_daemon, verify_daemon
 from miglab.core.esxi.host_facts import nvsmi_state
+from miglab.core.vgpu_versions import BRANCH_TO_RELEASE
 from miglab.errors import ValidationError
 from miglab.formats.esxcli import (
     ACCEPTANCE_LEVELS,
@@ -20,9 +21,9 @@ from miglab.formats.esxcli import (
     parse_vmware_version,
 )
 
-# NVIDIA vGPU software release per driver branch (the vGPU Manager's major version), from the
-# "NVIDIA vGPU Software Driver Versions" table of each release's notes (docs.nvidia.com/grid).
-VGPU_BRANCHES = {470: 13, 510: 14, 525: 15, 535: 16, 550: 17, 570: 18, 580: 19}
+# NVIDIA vGPU software release per driver branch (the vGPU Manager's major version): one table,
+# with its sources, in miglab.core.vgpu_versions.
+VGPU_BRANCHES = dict(sorted(BRANCH_TO_RELEASE.items()))
 BRANCH_POLICIES = ("same-branch", "nvidia")
 
 # Names of NVIDIA's host driver packages: components NVD-AIE-800, NVD-VGPU-702, ...; VIBs

@@ -135,7 +135,8 @@ def plan_mig(
     Hopper; an Ampere GPU always needs the reboot, real-lab notes V10; architectures from
     ``catalog``, default miglab's), else by a host reboot when ``allow_reboot``, else it is a
     problem. Plan again after setting: some GPUs switch at once (the driver resets an idle GPU
-    itself), others stay pending.
+    itself), others stay pending. A GPU without MIG (nvidia-smi ``[N/A]``: an L40S) has what
+    time-sliced vGPUs need when MIG is wanted disabled; MIG wanted on it is a problem.
 
     Returns ``{"gpus", "enable", "disable", "activate", "activation", "reset", "problems",
     "notes", "summary"}``: ``enable`` / ``disable`` / ``activate`` / ``reset`` are nvidia-smi GPU
@@ -170,7 +171,9 @@ def plan_mig(
         row.update(current=gpu["mig_current"], pending=gpu["mig_pending"], want=want.get(idx))
         action = "none"
         if idx in want:
-            if not gpu["mig_capable"]:
+            if not gpu["mig_capable"] and not want[idx]:
+                pass  # no MIG (an L40S): what time-sliced vGPUs need already, nothing to change
+            elif not gpu["mig_capable"]:
                 problems.append(f"GPU {idx} ({gpu['name']}) does not support MIG")
                 action = "unsupported"
             elif gpu["mig_pending"] != want[idx]:
@@ -249,7 +252,8 @@ def plan_mig(
 
 
 def verify_mig(nvidia_smi: dict, wanted: dict) -> dict:
-    """After the change: every wanted GPU has that MIG mode, current and pending."""
+    """After the change: every wanted GPU has that MIG mode, current and pending (a GPU without
+    MIG has it disabled)."""
     want, problems = _norm_wanted(wanted)
     state = nvsmi_state(nvidia_smi)
     if state["state"] != "loaded":
@@ -260,6 +264,8 @@ def verify_mig(nvidia_smi: dict, wanted: dict) -> dict:
         gpu = by_index.get(idx)
         if gpu is None:
             problems.append(f"GPU {idx} does not exist")
+        elif not gpu["mig_capable"] and not mode:
+            continue  # a GPU without MIG (an L40S) is never in MIG mode
         elif gpu["mig_current"] != mode or gpu["mig_pending"] != mode:
             word = "Enabled" if mode else "Disabled"
             problems.append(

@@ -535,12 +535,12 @@ class ReferenceBackend(Backend):
         )
 
     def _slice_model_engine(self, s, info, eff, batch):
-        from miglab.mlperf.guest.sut.slice_model import SliceModelEngine, compute_slices
+        from miglab.mlperf.guest.sut.slice_model import engine_for
 
-        profile = (s.meta or {}).get("profile")
-        return SliceModelEngine(
+        # a MIG profile's compute slices, or a time-sliced vGPU's share of its board's GPU
+        return engine_for(
             info.name,
-            compute_slices(profile),
+            s.meta,
             sample_count=int(eff["performance_sample_count"]),
             max_batch=batch,
         )
