@@ -30,7 +30,7 @@ eval "$(bash miglab/sim/standins/esxi/build-image.sh)"
 bash miglab/sim/vcsim/build.sh >/dev/null
 export ANSIBLE_NOCOLOR=1 PY_COLORS=0 ANSIBLE_FORCE_COLOR=0
 
-all=(esxi_vgpu_driver:default esxi_vgpu_driver:failures esxi_mig:default esxi_graphics:default
+all=(esxi_vgpu_driver:default esxi_vgpu_driver:failures esxi_vgpu_driver:image esxi_mig:default esxi_graphics:default
   esxi_maintenance:default)
 scenarios=()
 if [ $# -eq 0 ]; then
