@@ -101,15 +101,23 @@ def cmd_gpu_profiles(args) -> int:
     return _print_profiles(model, args.json)
 
 
-def cmd_gpu_import_mig(args) -> int:
-    from miglab.core.importers import model_from_capture_file
+def _capture_note(file, note: str | None) -> None:
+    """The one line naming what a capture reader ignored (fixed words and line numbers)."""
+    if note:
+        name = "".join(c if c.isprintable() else "?" for c in str(file))
+        print(f"note: {name}: {note}", file=sys.stderr)
 
-    model = model_from_capture_file(Path(args.file), name=args.name)
+
+def cmd_gpu_import_mig(args) -> int:
+    from miglab.core.importers import model_from_capture_file_note
+
+    model, note = model_from_capture_file_note(Path(args.file), name=args.name)
+    _capture_note(args.file, note)
     return _print_profiles(model, args.json)
 
 
 def cmd_gpu_inspect(args) -> int:
-    from miglab.core.importers import inspect_gpus
+    from miglab.core.importers import inspect_gpus_note
     from miglab.errors import Problems
 
     problems = Problems(args.file)
@@ -118,7 +126,8 @@ def cmd_gpu_inspect(args) -> int:
     except UnreadableFile as exc:
         problems.add("", exc.reason)
         problems.raise_if_any()
-    gpus = inspect_gpus(text, args.file)
+    gpus, note = inspect_gpus_note(text, args.file)
+    _capture_note(args.file, note)
     if args.json:
         _print_json(gpus)
         return EXIT_OK

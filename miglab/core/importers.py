@@ -1,5 +1,10 @@
 """Catalog entries from real captures: a GPU missing from the catalog works from its
-``nvidia-smi mig -lgip``/``-lgipp`` output."""
+``nvidia-smi mig -lgip``/``-lgipp`` output.
+
+A capture is read as an operator saves it: several commands' output in one file, prompts and
+blank lines between them (:func:`miglab.formats.nvsmi.split_capture`); the sections a reader
+knows are read wherever they are, and the ``..._note`` functions also return the one line that
+names what was ignored."""
 
 from __future__ import annotations
 
@@ -8,13 +13,24 @@ from pathlib import Path
 from miglab.core.catalog import GpuModel, load_catalog, model_from_dict
 from miglab.errors import Problem, Problems, ValidationError
 from miglab.formats.files import UnreadableFile, read_input_text
-from miglab.formats.nvsmi import parse_mig_profiles
+from miglab.formats.nvsmi import MigCapture, read_capture_gpus, read_mig_capture
 
 CAPTURE_BYTES = 1_000_000  # nvidia-smi's capture of one GPU is a few KB
 
 
 def model_from_capture(text: str, file: str, name: str | None = None) -> GpuModel:
-    cap = parse_mig_profiles(text, file=file)
+    return model_from_capture_note(text, file, name)[0]
+
+
+def model_from_capture_note(
+    text: str, file: str, name: str | None = None
+) -> tuple[GpuModel, str | None]:
+    """The GPU model of a capture and the note of what it ignored (None: nothing)."""
+    cap, note = read_mig_capture(text, file=file)
+    return _model_from_mig(cap, file, name), note
+
+
+def _model_from_mig(cap: MigCapture, file: str, name: str | None) -> GpuModel:
     p = Problems(file)
     for k, prof in enumerate(cap.profiles):
         for key in (
@@ -67,34 +83,28 @@ def model_from_capture(text: str, file: str, name: str | None = None) -> GpuMode
 
 
 def model_from_capture_file(path: Path, name: str | None = None) -> GpuModel:
+    return model_from_capture_file_note(path, name)[0]
+
+
+def model_from_capture_file_note(
+    path: Path, name: str | None = None
+) -> tuple[GpuModel, str | None]:
     try:
         text = read_input_text(path, limit=CAPTURE_BYTES)
     except UnreadableFile as exc:
         raise ValidationError([Problem(str(path), "", exc.reason)]) from None
-    return model_from_capture(text, str(path), name)
+    return model_from_capture_note(text, str(path), name)
 
 
 def inspect_gpus(text: str, file: str) -> list[dict]:
-    """GPUs of an ``nvidia-smi -q`` (text or XML) or ``--query-gpu=... --format=csv`` capture,
-    with their MIG mode (current/pending) and the catalog model each maps to."""
-    from miglab.formats.nvsmi import parse_query, parse_query_gpu_csv
+    return inspect_gpus_note(text, file)[0]
 
-    stripped = text.lstrip()
-    if stripped.startswith(("<?xml", "<nvidia_smi_log")) or "NVSMI LOG" in text[:400]:
-        gpus = parse_query(text, file=file)
-    else:
-        gpus = [
-            {
-                "pci_bus_id": row.get("pci.bus_id"),
-                "product_name": row.get("name"),
-                "driver_version": row.get("driver_version"),
-                "mig_mode_current": row.get("mig.mode.current"),
-                "mig_mode_pending": row.get("mig.mode.pending"),
-                "virtualization_mode": row.get("virtualization_mode"),
-                "device_id": (row.get("pci.device_id") or "")[:6].lower() or None,
-            }
-            for row in parse_query_gpu_csv(text, file=file)
-        ]
+
+def inspect_gpus_note(text: str, file: str) -> tuple[list[dict], str | None]:
+    """GPUs of a capture's ``nvidia-smi -q`` (text or XML), ``--query-gpu=... --format=csv`` and
+    ``-L`` sections, with their MIG mode (current/pending) and the catalog model each maps to;
+    and the note of what was ignored (None: nothing)."""
+    gpus, note = read_capture_gpus(text, file=file)
     catalog = load_catalog()
     out = []
     for index, gpu in enumerate(gpus):
@@ -120,4 +130,4 @@ def inspect_gpus(text: str, file: str) -> list[dict]:
                 "virtualization_mode": gpu.get("virtualization_mode"),
             }
         )
-    return out
+    return out, note

@@ -12,6 +12,11 @@ reported as ``FILE: FIELD: reason`` through :class:`~miglab.errors.ValidationErr
 and, from the last two, the record of the GPU a run measured (``miglab_run.json``'s ``device``)
 -> :func:`read_gpu_device`.
 
+A capture as an operator saves it -- several commands' output in one file, with shell prompts,
+command lines and blank lines between them -- is cut into sections by :func:`split_capture`;
+:func:`read_mig_capture` and :func:`read_capture_gpus` read the sections they know wherever they
+are and say in one line which lines they ignored.
+
 Only the standard library is used.
 """
 
@@ -24,11 +29,15 @@ from dataclasses import dataclass, field
 from miglab.errors import Problem, Problems, ValidationError
 
 __all__ = [
+    "CaptureSection",
     "MigCapture",
     "parse_mig_profiles",
     "parse_query",
     "parse_query_gpu_csv",
+    "read_capture_gpus",
     "read_gpu_device",
+    "read_mig_capture",
+    "split_capture",
 ]
 
 # --------------------------------------------------------------------------------------------
@@ -58,7 +67,7 @@ _LGIPP_RE = re.compile(
     r"^GPU\s+(?P<gpu>\d+)\s+Profile\s+ID\s+(?P<id>\d+)\s+Placements?\s*:\s*"
     r"\{(?P<starts>[0-9,\s]*)\}\s*:\s*(?P<size>\d+)$"
 )
-_LIST_GPU_RE = re.compile(r"^GPU\s+(?P<gpu>\d+):\s+(?P<name>.+?)\s+\(UUID:\s*[^)]*\)$")
+_LIST_GPU_RE = re.compile(r"^GPU\s+(?P<gpu>\d+):\s+(?P<name>.+?)\s+\(UUID:\s*(?P<uuid>[^)]*)\)$")
 _LIST_MIG_RE = re.compile(r"^MIG\s+\S+\s+Device\s+\d+:\s+\(UUID:\s*[^)]*\)$")
 _PROFILE_NAME_RE = re.compile(r"^(?:\d+c\.)?(?P<g>\d+)g\.\d+gb(?:[+-][A-Za-z0-9.,]+)?$")
 _NUMBER_RE = re.compile(r"^\d+(?:\.\d+)?$")
@@ -183,6 +192,8 @@ def parse_mig_profiles(text: str, file: str = "<capture>") -> MigCapture:
         if not line:
             continue
 
+        if table is not None and line.strip("|").strip() == "GPU instance profiles:":
+            table = None  # a second listing starts (its rows are checked against the first)
         if table is not None:
             if _BORDER_RE.match(line):
                 if table.pending is not None:
@@ -705,3 +716,562 @@ def _pick(items, uuid, index, what, problems) -> dict | None:
         return items[index]
     problems.add(what, f"no GPU {index}: {len(items)} listed")
     return None
+
+
+# --------------------------------------------------------------------------------------------
+# a capture as an operator saves it: several commands' output in one file
+# --------------------------------------------------------------------------------------------
+
+# A shell prompt (``$``, ``#``, ``user@host:~$``, ESXi's ``[root@esxi:~]``), then nvidia-smi
+# (through sudo or a path) and its arguments; a line of just ``nvidia-smi ...`` is one too.
+_COMMAND_RE = re.compile(
+    r"^(?:\[[^\]]{0,200}\]\s?[#$>%]?|[\w.@:~/()+-]{0,200}[#$>%])?\s*"
+    r"(?:sudo(?:\s+-\S+)*\s+)?(?:\S*/)?nvidia-smi(?:\.exe)?(?P<args>\s.*)?$"
+)
+_FLAG_RE = re.compile(r"^(?P<flag>-{1,2}[A-Za-z][A-Za-z0-9-]*)(?:=(?P<value>.*))?$")
+_SHELL_OPERATORS = ("|", ";", "&", ">", "<", "2>")
+_DATE_RE = re.compile(
+    r"^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +"
+    r"\d{1,2} \d\d:\d\d:\d\d \d{4}$"
+)
+_TABLE_LINE_RE = re.compile(r"^[|+].*[|+]$")
+_LOOSE_LGIPP_RE = re.compile(r"^GPU\s+\d+\s+Profile\s+ID\b")
+_NVSMI_LOG_RE = re.compile(r"^=+\s*NVSMI LOG\s*=+$")
+_VERSION_RE = re.compile(r"^(?:NVIDIA-SMI|NVML|DRIVER|CUDA|VBIOS)\s+[Vv]ersion\s*:")
+_NOT_QUERY_KEY_RE = re.compile(r"^(?:NVIDIA-SMI|NVML|DRIVER|VBIOS)\s+version\s*:")
+_XML_START = ("<?xml", "<!DOCTYPE nvidia_smi_log", "<nvidia_smi_log")
+# nvidia-smi's own one-line messages, as they are named in a note (never the file's text)
+_MESSAGES = (
+    ("No MIG-enabled devices found.", re.compile(r"^No MIG-enabled devices found\.?$")),
+    ("No devices were found", re.compile(r"^No devices were found\.?$")),
+    ("No supported devices in vGPU mode", re.compile(r"^No supported devices in vGPU mode\.?$")),
+    ("Failed to initialize NVML", re.compile(r"^Failed to initialize NVML\b")),
+    ("NVIDIA-SMI has failed", re.compile(r"^NVIDIA-SMI has failed\b")),
+)
+# titled tables of `nvidia-smi mig` and the summary table, by title
+_TABLE_TITLES = {
+    "GPU instance profiles:": ("lgip", "nvidia-smi mig -lgip"),
+    "Compute instance profiles:": ("table", "nvidia-smi mig -lcip"),
+    "GPU instances:": ("table", "nvidia-smi mig -lgi"),
+    "Compute instances:": ("table", "nvidia-smi mig -lci"),
+    "Processes:": ("table", "nvidia-smi (processes)"),
+}
+# --query-gpu field names that have no dot (most have one: pci.bus_id, memory.total, ...)
+_PLAIN_QUERY_FIELDS = frozenset(
+    [
+        "name",
+        "uuid",
+        "serial",
+        "index",
+        "count",
+        "driver_version",
+        "vbios_version",
+        "pstate",
+        "timestamp",
+        "compute_mode",
+        "compute_cap",
+        "persistence_mode",
+        "display_mode",
+        "display_active",
+        "accounting.mode",
+        "gpu_name",
+        "gpu_bus_id",
+        "gpu_serial",
+        "gpu_uuid",
+    ]
+)
+_KIND_WHAT = {
+    "lgip": "nvidia-smi mig -lgip",
+    "lgipp": "nvidia-smi mig -lgipp",
+    "list": "nvidia-smi -L",
+    "query": "nvidia-smi -q",
+    "query_xml": "nvidia-smi -q -x",
+    "csv": "nvidia-smi --query-gpu",
+    "summary": "nvidia-smi",
+    "version": "nvidia-smi --version",
+}
+NOTE_ITEMS = 12  # line ranges named in the "ignored" note; then a count
+
+
+@dataclass(frozen=True)
+class CaptureSection:
+    """One command's output in a capture: lines ``first``..``last`` (1-based, the command line
+    included when there is one; the output itself starts at ``start``).
+
+    ``kind``: lgip, lgipp, list (``-L``), query (``-q``), query_xml (``-q -x``), csv
+    (``--query-gpu``), summary (the plain ``nvidia-smi`` table), table (another ``nvidia-smi
+    mig`` table), message (one of nvidia-smi's one-line messages), version, command (a command
+    line without output) or unknown. ``what`` names it in a note: fixed words and the command's
+    flags, never the file's text. ``fields``: the ``--query-gpu`` fields of a ``noheader`` CSV,
+    as its command line names them.
+    """
+
+    kind: str
+    first: int
+    start: int
+    last: int
+    what: str
+    fields: tuple[str, ...] | None = None
+
+
+def _command(line: str) -> tuple[str, tuple[str, ...] | None, bool] | None:
+    """(label, --query-gpu fields, noheader) of an nvidia-smi command line; None if none."""
+    m = _COMMAND_RE.match(line)
+    if not m:
+        return None
+    tokens = (m["args"] or "").split()
+    words = ["nvidia-smi"]
+    fields: tuple[str, ...] | None = None
+    noheader = False
+    for n, token in enumerate(tokens):
+        if token.startswith(_SHELL_OPERATORS):
+            break
+        f = _FLAG_RE.match(token)
+        if f:
+            flag, value = f["flag"], f["value"]
+            if value is None and flag in ("--query-gpu", "--format") and n + 1 < len(tokens):
+                value = tokens[n + 1]
+            if flag == "--query-gpu" and value:
+                names = tuple(v.strip() for v in value.split(",") if v.strip())
+                fields = names if all(_FIELD_NAME_RE.match(v) for v in names) else None
+            if flag == "--format" and value:
+                noheader = "noheader" in value.split(",")
+                continue
+            words.append(flag)
+        elif n == 0 and re.fullmatch(r"[a-z][a-z-]{0,30}", token):
+            words.append(token)  # a subcommand: mig, vgpu, topo, ...
+    return " ".join(words[:8]), fields, noheader
+
+
+def _table_title(line: str) -> str | None:
+    """The title of a titled table's first line ("| GPU instance profiles: |")."""
+    if not (line.startswith("|") and line.endswith("|")):
+        return None
+    inner = line[1:-1].strip()
+    if inner.startswith("NVIDIA-SMI "):
+        return "NVIDIA-SMI"
+    if inner.endswith(":") and "|" not in inner and len(inner) < 80:
+        return inner
+    return None
+
+
+def _csv_names(line: str) -> list[str] | None:
+    """The field names of a --query-gpu CSV header line; None if it is none."""
+    names = []
+    for cell in line.split(","):
+        m = _HEADER_CELL_RE.match(cell.strip())
+        if not m:
+            return None
+        names.append(m["name"])
+    known = [n for n in names if "." in n.strip(".") or n in _PLAIN_QUERY_FIELDS]
+    if not known or (len(names) == 1 and names[0] not in _PLAIN_QUERY_FIELDS):
+        return None
+    return names
+
+
+def split_capture(text: str) -> list[CaptureSection]:
+    """Cut a capture into sections, in file order; blank lines belong to none."""
+    raw = text.splitlines()
+    lines = [line.strip() for line in raw]
+    n = len(lines)
+
+    def opens_table(j: int) -> bool:
+        if j >= n:
+            return False
+        if _table_title(lines[j]) is not None:
+            return True
+        return bool(_BORDER_RE.match(lines[j])) and j + 1 < n and _table_title(lines[j + 1])
+
+    def table_end(i: int) -> int:
+        title = i if _table_title(lines[i]) else i + 1
+        j = i + 1
+        while j < n and _TABLE_LINE_RE.match(lines[j]):
+            if j != title and opens_table(j):
+                break
+            j += 1
+        return j
+
+    def csv_rows(i: int, count: int) -> int:
+        j = i
+        while j < n and lines[j] and _command(lines[j]) is None:
+            if len(lines[j].split(",")) != count:
+                break
+            j += 1
+        return j
+
+    def starts(i: int, cmd) -> tuple[str, int, str | None, tuple[str, ...] | None] | None:
+        """(kind, end, title-or-message, fields) of a known section starting at line i."""
+        line = lines[i]
+        if (
+            _DATE_RE.match(line)
+            and opens_table(i + 1)
+            and _table_title(lines[i + 2] if i + 2 < n else "") == "NVIDIA-SMI"
+        ):
+            return ("summary", _summary_end(i + 1), None, None)
+        if opens_table(i):
+            title = _table_title(line) or _table_title(lines[i + 1])
+            if title == "NVIDIA-SMI":
+                return ("summary", _summary_end(i), None, None)
+            return ("table", table_end(i), title, None)
+        if _LOOSE_LGIPP_RE.match(line):
+            j = i
+            while j < n and _LOOSE_LGIPP_RE.match(lines[j]):
+                j += 1
+            return ("lgipp", j, None, None)
+        if _LIST_GPU_RE.match(line) or _LIST_MIG_RE.match(line):
+            j = i
+            while j < n and (_LIST_GPU_RE.match(lines[j]) or _LIST_MIG_RE.match(lines[j])):
+                j += 1
+            return ("list", j, None, None)
+        if _NVSMI_LOG_RE.match(line):
+            return ("query", _query_end(i), None, None)
+        if line.startswith(_XML_START):
+            j = i
+            while j < n and "</nvidia_smi_log>" not in lines[j]:
+                if j > i and _command(lines[j]) is not None:
+                    j -= 1
+                    break
+                j += 1
+            return ("query_xml", min(j + 1, n), None, None)
+        if _VERSION_RE.match(line):
+            j = i
+            while j < n and _VERSION_RE.match(lines[j]):
+                j += 1
+            return ("version", j, None, None)
+        for message, pattern in _MESSAGES:
+            if pattern.match(line):
+                return ("message", i + 1, message, None)
+        if cmd is not None and cmd[1] and cmd[2]:  # --query-gpu=... --format=csv,noheader
+            j = csv_rows(i, len(cmd[1]))
+            if j > i:
+                return ("csv", j, None, cmd[1])
+        names = _csv_names(line)
+        if names is not None:
+            j = csv_rows(i + 1, len(names))
+            if j > i + 1 or (cmd is not None and cmd[1]):
+                return ("csv", j, None, None)
+        return None
+
+    def _summary_end(i: int) -> int:
+        j = table_end(i)
+        k = j
+        while k < n and not lines[k]:
+            k += 1
+        if k < n and opens_table(k):
+            title = _table_title(lines[k]) or _table_title(lines[k + 1])
+            if title == "Processes:":
+                return table_end(k)
+        return j
+
+    def _query_end(i: int) -> int:
+        last = i
+        j = i + 1
+        while j < n:
+            if not lines[j]:
+                j += 1
+                continue
+            if _command(lines[j]) is not None:
+                break
+            if not raw[j][:1].isspace() and not _GPU_SECTION_RE.match(lines[j]):
+                # a top-level "Key : value" of -q ("CUDA Version : 13.0" is one, --version's
+                # "NVIDIA-SMI version : ..." is not), or the end of the -q output
+                if not _KV_RE.match(lines[j]) or _NOT_QUERY_KEY_RE.match(lines[j]):
+                    break
+                if (starts(j, None) or ("version",))[0] != "version":
+                    break
+            last = j
+            j += 1
+        return last + 1
+
+    sections: list[CaptureSection] = []
+    pending: tuple[int, tuple] | None = None  # (line index, _command(...)) awaiting its output
+
+    def add(kind: str, i: int, end: int, what: str, fields=None) -> None:
+        nonlocal pending
+        first = pending[0] if pending is not None else i
+        sections.append(CaptureSection(kind, first + 1, i + 1, end, what, fields))
+        pending = None
+
+    i = 0
+    while i < n:
+        line = lines[i]
+        if not line:
+            i += 1
+            continue
+        cmd = _command(line)
+        if cmd is not None:
+            if pending is not None:
+                j = pending[0]
+                sections.append(CaptureSection("command", j + 1, j + 1, j + 1,
+                                               f"{pending[1][0]} (no output)"))  # fmt: skip
+            pending = (i, cmd)
+            i += 1
+            continue
+        label = pending[1][0] if pending is not None else None
+        found = starts(i, pending[1] if pending is not None else None)
+        if found is None:
+            j = i + 1
+            while j < n and lines[j] and _command(lines[j]) is None and starts(j, None) is None:
+                j += 1
+            add("unknown", i, j, f"{label}: output not recognised" if label else "not recognised")
+            i = j
+            continue
+        kind, end, detail, fields = found
+        if kind == "table":
+            kind, what = _TABLE_TITLES.get(detail or "", ("table", "a table not recognised"))
+        elif kind == "message":
+            what = f"{label}: {detail}" if label else str(detail)
+        else:
+            what = _KIND_WHAT[kind]
+        add(kind, i, end, what, fields)
+        i = end
+    if pending is not None:
+        j = pending[0]
+        sections.append(
+            CaptureSection("command", j + 1, j + 1, j + 1, f"{pending[1][0]} (no output)")
+        )
+    return sections
+
+
+def _lines_text(lines: list[str], sections: list[CaptureSection]) -> str:
+    """The capture with every line outside the output of ``sections`` blanked: parsers read only
+    those sections and still report the file's own line numbers."""
+    keep = [False] * len(lines)
+    for s in sections:
+        for k in range(s.start - 1, s.last):
+            keep[k] = True
+    return "\n".join(line if k else "" for line, k in zip(lines, keep, strict=True)) + "\n"
+
+
+def _span(first: int, last: int) -> str:
+    return f"line {first}" if first == last else f"lines {first}-{last}"
+
+
+def ignored_note(sections: list[CaptureSection], used: set[int]) -> str | None:
+    """One line naming the sections not in ``used`` (indices), neighbours of one kind merged:
+    "ignored: lines 1-21 (nvidia-smi), line 40 (nvidia-smi mig -lcip: No MIG-enabled devices
+    found.)"; None when nothing was ignored."""
+    items: list[list] = []
+    previous = -2
+    for k, s in enumerate(sections):
+        if k in used:
+            continue
+        if items and previous == k - 1 and items[-1][2] == s.what:
+            items[-1][1] = s.last
+        else:
+            items.append([s.first, s.last, s.what])
+        previous = k
+    if not items:
+        return None
+    shown = [f"{_span(a, b)} ({what})" for a, b, what in items[:NOTE_ITEMS]]
+    if len(items) > NOTE_ITEMS:
+        shown.append(f"and {len(items) - NOTE_ITEMS} more")
+    return "ignored: " + ", ".join(shown)
+
+
+def _nothing_known(file: str, sections: list[CaptureSection], wanted: str) -> ValidationError:
+    """The one problem of a capture without the sections a reader needs."""
+    known = [s for s in sections if s.kind not in ("unknown", "command")]
+    if not known:
+        reason = f"no {wanted} in it, nor any other nvidia-smi output (its content is not shown)"
+    else:
+        held = [f"{s.what} ({_span(s.first, s.last)})" for s in known[:NOTE_ITEMS]]
+        if len(known) > NOTE_ITEMS:
+            held.append(f"and {len(known) - NOTE_ITEMS} more")
+        reason = f"no {wanted} in it; it holds: " + ", ".join(held)
+    return ValidationError([Problem(file, "", reason)])
+
+
+def _mig_key(capture: MigCapture) -> tuple:
+    return (capture.gpu_index, repr(capture.profiles))
+
+
+def read_mig_capture(text: str, file: str = "<capture>") -> tuple[MigCapture, str | None]:
+    """The MIG profiles of a capture (:func:`parse_mig_profiles` on its ``-lgip``/``-lgipp``
+    sections, wherever they are) and the note of what was ignored (None: nothing).
+
+    The GPU is named by ``nvidia-smi -L`` lines, else by the ``name`` of a ``--query-gpu`` CSV
+    or the Product Name of ``nvidia-smi -q`` (the GPU of the listed index). A listing repeated
+    unchanged is ignored as a copy. A problem in a section that is read is an error naming its
+    line; a capture without ``-lgip``/``-lgipp`` output is refused in one problem.
+    """
+    if not isinstance(text, str):
+        raise ValidationError([Problem(file, "", "expected text, got " + type(text).__name__)])
+    lines = text.splitlines()
+    sections = split_capture(text)
+    if not any(s.kind in ("lgip", "lgipp") for s in sections):
+        raise _nothing_known(file, sections, "nvidia-smi mig -lgip or -lgipp output")
+    used: set[int] = set()
+    seen: dict[tuple, CaptureSection] = {}
+    for k, s in enumerate(sections):
+        if s.kind == "list":
+            used.add(k)
+        if s.kind not in ("lgip", "lgipp"):
+            continue
+        try:
+            key = (s.kind, *_mig_key(parse_mig_profiles(_lines_text(lines, [s]), file)))
+        except ValidationError:
+            used.add(k)  # its problems are reported below, with the others
+            continue
+        if key in seen:
+            sections[k] = CaptureSection(
+                s.kind, s.first, s.start, s.last,
+                f"{s.what}: a copy of {_span(seen[key].first, seen[key].last)}",
+            )  # fmt: skip
+            continue
+        seen[key] = s
+        used.add(k)
+    capture = parse_mig_profiles(_lines_text(lines, [sections[k] for k in sorted(used)]), file)
+    if capture.gpu_name is None:
+        for k, s in enumerate(sections):
+            name = _gpu_name(lines, s, capture.gpu_index, file)
+            if name:
+                capture.gpu_name = name
+                used.add(k)
+                break
+    return capture, ignored_note(sections, used)
+
+
+def _gpu_name(lines: list[str], s: CaptureSection, index: int, file: str) -> str | None:
+    """The name of GPU ``index`` in a --query-gpu CSV or -q section; None if it has none."""
+    try:
+        if s.kind == "csv":
+            rows = parse_query_gpu_csv(_lines_text(lines, [s]), file, fields=_fields(s))
+            by_index = [r for r in rows if r.get("index") == str(index)]
+            row = by_index[0] if by_index else (rows[index] if index < len(rows) else {})
+            return row.get("name")
+        if s.kind in ("query", "query_xml"):
+            gpus = _query_section(lines, s, file)
+            return gpus[index]["product_name"] if index < len(gpus) else None
+    except ValidationError:
+        return None
+    return None
+
+
+def _fields(s: CaptureSection) -> list[str] | None:
+    return list(s.fields) if s.fields is not None else None
+
+
+def _query_section(lines: list[str], s: CaptureSection, file: str) -> list[dict]:
+    """parse_query of one -q / -q -x section, problems naming the file's lines."""
+    if s.kind == "query":
+        return parse_query(_lines_text(lines, [s]), file)
+    try:
+        return parse_query("\n".join(lines[s.start - 1 : s.last]), file)
+    except ValidationError as exc:
+        shifted = []
+        for p in exc.problems:
+            m = re.fullmatch(r"line (\d+)", p.field)
+            field = f"line {int(m[1]) + s.start - 1}" if m else p.field
+            shifted.append(Problem(p.file, field, p.reason))
+        raise ValidationError(shifted) from None
+
+
+_GPU_KEYS = (
+    "pci_bus_id",
+    "product_name",
+    "driver_version",
+    "mig_mode_current",
+    "mig_mode_pending",
+    "virtualization_mode",
+    "device_id",
+    "uuid",
+)
+_BUS_RE = re.compile(
+    r"^(?P<d>[0-9A-Fa-f]{1,8}):(?P<b>[0-9A-Fa-f]{2}):(?P<s>[0-9A-Fa-f]{2})\.(?P<f>[0-7])$"
+)
+
+
+def _bus_key(bus: str | None) -> tuple | None:
+    m = _BUS_RE.match(bus or "")
+    return (int(m["d"], 16), m["b"].upper(), m["s"].upper(), m["f"]) if m else None
+
+
+def read_capture_gpus(text: str, file: str = "<capture>") -> tuple[list[dict], str | None]:
+    """The GPUs of a capture -- ``nvidia-smi -q`` (text or XML), ``--query-gpu`` CSV (with a
+    header, or ``noheader`` after its command line) and ``-L`` sections, wherever they are --
+    each a dict of :data:`_GPU_KEYS`, and the note of what was ignored (None: nothing).
+
+    One GPU's records from several sections are merged (by PCI bus id, else UUID, else
+    position): ``-q`` first, then the CSV, then ``-L`` fill what is still unknown. A capture
+    without such a section is refused in one problem.
+    """
+    if not isinstance(text, str):
+        raise ValidationError([Problem(file, "", "expected text, got " + type(text).__name__)])
+    lines = text.splitlines()
+    sections = split_capture(text)
+    order = {"query": 0, "query_xml": 0, "csv": 1, "list": 2}
+    picked = sorted(
+        (k for k, s in enumerate(sections) if s.kind in order),
+        key=lambda k: (order[sections[k].kind], k),
+    )
+    if not picked:
+        raise _nothing_known(file, sections, "nvidia-smi -q, -q -x, --query-gpu CSV or -L output")
+    problems: list[Problem] = []
+    merged: list[dict] = []
+    for k in picked:
+        try:
+            records = _gpu_records(lines, sections[k], file)
+        except ValidationError as exc:
+            problems.extend(exc.problems)
+            continue
+        _merge_gpus(merged, records)
+    if problems:
+        raise ValidationError(problems)
+    return merged, ignored_note(sections, set(picked))
+
+
+def _gpu_records(lines: list[str], s: CaptureSection, file: str) -> list[dict]:
+    if s.kind in ("query", "query_xml"):
+        return [{key: gpu.get(key) for key in _GPU_KEYS} for gpu in _query_section(lines, s, file)]
+    if s.kind == "csv":
+        rows = parse_query_gpu_csv(_lines_text(lines, [s]), file, fields=_fields(s))
+        return [
+            {
+                "pci_bus_id": row.get("pci.bus_id"),
+                "product_name": row.get("name"),
+                "driver_version": row.get("driver_version"),
+                "mig_mode_current": row.get("mig.mode.current"),
+                "mig_mode_pending": row.get("mig.mode.pending"),
+                "virtualization_mode": row.get("virtualization_mode"),
+                "device_id": (row.get("pci.device_id") or "")[:6].lower() or None,
+                "uuid": row.get("uuid"),
+            }
+            for row in rows
+        ]
+    records = []
+    for line in lines[s.start - 1 : s.last]:
+        m = _LIST_GPU_RE.match(line.strip())
+        if m:
+            records.append({**dict.fromkeys(_GPU_KEYS), "product_name": m["name"],
+                            "uuid": m["uuid"].strip() or None})  # fmt: skip
+    return records
+
+
+def _merge_gpus(merged: list[dict], records: list[dict]) -> None:
+    """Add ``records`` (one section's GPUs) to ``merged``: a GPU already there gets the values
+    it lacks; any other is appended."""
+    same_count = len(records) == len(merged)
+    for position, rec in enumerate(records):
+        target = None
+        for gpu in merged:
+            bus, other = _bus_key(rec["pci_bus_id"]), _bus_key(gpu["pci_bus_id"])
+            if bus is not None and other is not None:
+                if bus == other:
+                    target = gpu
+                    break
+                continue
+            if rec["uuid"] and gpu["uuid"] and rec["uuid"].lower() == gpu["uuid"].lower():
+                target = gpu
+                break
+        if target is None and same_count and merged:
+            candidate = merged[position]
+            bus, other = _bus_key(rec["pci_bus_id"]), _bus_key(candidate["pci_bus_id"])
+            if bus is None or other is None:
+                target = candidate
+        if target is None:
+            merged.append(dict(rec))
+            continue
+        for key, value in rec.items():
+            if target.get(key) is None and value is not None:
+                target[key] = value
