@@ -157,7 +157,11 @@ def build_parser() -> argparse.ArgumentParser:
         "from-mig-parted", help="turn a mig-parted config file into a campaign skeleton"
     )
     p.add_argument("file", metavar="FILE")
-    p.add_argument("--gpu", help="GPU model when the file has no device-filter")
+    p.add_argument(
+        "--gpu",
+        help="GPU model whose configs to import (default: the one model the device-filters name)",
+    )
+    p.add_argument("--config", metavar="NAME", help="import this config only")
     p.add_argument("--name", default="from-mig-parted", help="campaign name")
     p.set_defaults(func=cmd_gpu_from_mig_parted)
     from miglab.cli.results import register as register_results

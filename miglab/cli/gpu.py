@@ -232,5 +232,10 @@ def cmd_gpu_mig_parted(args) -> int:
 def cmd_gpu_from_mig_parted(args) -> int:
     from miglab.core.migparted_export import mig_parted_to_campaign
 
-    sys.stdout.write(mig_parted_to_campaign(Path(args.file), gpu=args.gpu, name=args.name))
+    result = mig_parted_to_campaign(
+        Path(args.file), gpu=args.gpu, name=args.name, config=args.config
+    )
+    if result.skipped:
+        print(result.skipped, file=sys.stderr)
+    sys.stdout.write(result.text)
     return EXIT_OK
