@@ -62,7 +62,9 @@ lint() {
   echo "-- ansible-lint (production profile)"
   # Its own Ansible home: a copy of miglab.lab in ~/.ansible/collections (molecule of another
   # checkout installs one there) would be linted instead of this checkout's.
-  ANSIBLE_HOME="$ROOT/.cache/ansible-home" ansible-lint --offline --profile production
+  ANSIBLE_HOME="$ROOT/.cache/ansible-home" ansible-lint --offline --profile production || return 1
+  echo "-- ansible-test sanity (the collection as Ansible's tooling checks it: scripts/sanity.sh)"
+  bash scripts/sanity.sh
 }
 
 part setup bash scripts/setup.sh test

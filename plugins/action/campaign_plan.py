@@ -20,7 +20,7 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
-        _, args = self.validate_argument_spec(argument_spec=ARGS)
+        args = self.validate_argument_spec(argument_spec=ARGS)[1]
         try:
             from miglab.adapters.inventory import load_checked
             from miglab.core.planning import plan_campaign

@@ -30,7 +30,7 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
-        _, args = self.validate_argument_spec(argument_spec=ARGS)
+        args = self.validate_argument_spec(argument_spec=ARGS)[1]
         try:
             from miglab.core.vgpu_license import license_problem, read_license
             from miglab.errors import ValidationError

@@ -14,7 +14,7 @@ DOCUMENTATION = r"""
 name: campaign_vms
 short_description: The benchmark VMs of a miglab campaign as inventory hosts
 version_added: "0.1.0"
-author: miglab developers
+author: miglab developers (!UNKNOWN)
 description:
   - Plans a miglab campaign on its lab (the same validation and plan as C(miglab plan --json))
     and adds one host per VM of every scenario, named as the plan names the VM

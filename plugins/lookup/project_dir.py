@@ -4,7 +4,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 name: project_dir
-author: miglab developers
+author: miglab developers (!UNKNOWN)
 version_added: "0.1.0"
 short_description: The miglab project folder, where results, artifacts and caches live
 description:

@@ -16,7 +16,7 @@ description:
     capacity left, and the campaign schedule).
   - Never changes anything; runs the same in check mode.
 version_added: "0.1.0"
-author: miglab developers
+author: miglab developers (!UNKNOWN)
 options:
   campaign:
     description: Path of the campaign YAML file.
@@ -34,8 +34,10 @@ notes:
     ansible-core's inventory and variable managers, as C(ansible-playbook) reads it.
 attributes:
   check_mode:
+    description: Can run in check mode and report what would change, changing nothing.
     support: full
   diff_mode:
+    description: Returns what changed (or would change, in check mode) in diff mode.
     support: none
 """
 

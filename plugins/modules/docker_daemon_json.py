@@ -17,9 +17,9 @@ description:
     and orders keys its own way) is not rewritten just to reformat it.
   - A missing or empty file counts as C({}). A file that is not a JSON object is never
     overwritten; the module fails and says why.
-  - Does not restart Docker; notify a handler when RV(changed) is true.
+  - Does not restart Docker; notify a handler when RV(ignore:changed) is true.
 version_added: "0.1.0"
-author: miglab developers
+author: miglab developers (!UNKNOWN)
 options:
   path:
     description: Path of daemon.json.
@@ -71,8 +71,10 @@ notes:
   - The parent folder is created (mode 0755) when missing.
 attributes:
   check_mode:
+    description: Can run in check mode and report what would change, changing nothing.
     support: full
   diff_mode:
+    description: Returns what changed (or would change, in check mode) in diff mode.
     support: full
 """
 

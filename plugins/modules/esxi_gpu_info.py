@@ -13,7 +13,7 @@ description:
     graphics information and the graphics configuration.
   - Changes nothing.
 version_added: "0.1.0"
-author: miglab developers
+author: miglab developers (!UNKNOWN)
 extends_documentation_fragment: [miglab.lab.vmware]
 options:
   esxi_hostname:
@@ -25,8 +25,10 @@ options:
     type: str
 attributes:
   check_mode:
+    description: Can run in check mode and report what would change, changing nothing.
     support: full
   diff_mode:
+    description: Returns what changed (or would change, in check mode) in diff mode.
     support: none
 """
 

@@ -15,7 +15,7 @@ description:
   - The new graphics type applies to a GPU once the host's Xorg service restarts or the host
     reboots; the result says so in RV(restart_needed).
 version_added: "0.1.0"
-author: miglab developers
+author: miglab developers (!UNKNOWN)
 extends_documentation_fragment: [miglab.lab.vmware]
 options:
   esxi_hostname:
@@ -38,8 +38,10 @@ options:
     type: dict
 attributes:
   check_mode:
+    description: Can run in check mode and report what would change, changing nothing.
     support: full
   diff_mode:
+    description: Returns what changed (or would change, in check mode) in diff mode.
     support: full
 """
 

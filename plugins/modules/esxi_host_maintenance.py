@@ -14,7 +14,7 @@ description:
     The host must be in maintenance mode unless O(force).
   - Check mode reports what would happen.
 version_added: "0.1.0"
-author: miglab developers
+author: miglab developers (!UNKNOWN)
 extends_documentation_fragment: [miglab.lab.vmware]
 options:
   esxi_hostname:
@@ -51,8 +51,10 @@ options:
     default: false
 attributes:
   check_mode:
+    description: Can run in check mode and report what would change, changing nothing.
     support: full
   diff_mode:
+    description: Returns what changed (or would change, in check mode) in diff mode.
     support: none
 """
 

@@ -16,7 +16,7 @@ description:
   - Returns the host's lockdown mode, which keeps root out of SSH even while the service runs.
   - Check mode reports what would change.
 version_added: "0.2.0"
-author: miglab developers
+author: miglab developers (!UNKNOWN)
 extends_documentation_fragment: [miglab.lab.vmware]
 options:
   esxi_hostname:
@@ -41,8 +41,10 @@ options:
     choices: ["on", "off", automatic]
 attributes:
   check_mode:
+    description: Can run in check mode and report what would change, changing nothing.
     support: full
   diff_mode:
+    description: Returns what changed (or would change, in check mode) in diff mode.
     support: none
 notes:
   - Sources, real-lab notes V6 - ESXi service policy documentation; F. Denneman, "Installing the

@@ -20,7 +20,7 @@ description:
     C(miglab.lab.mlperf_run_status) does.
   - An action plugin; the controller needs the miglab Python package.
 version_added: "0.1.0"
-author: miglab developers
+author: miglab developers (!UNKNOWN)
 options:
   src:
     description: The run's tarball in the guest.
@@ -36,9 +36,11 @@ options:
     required: true
 attributes:
   check_mode:
+    description: Can run in check mode and report what would change, changing nothing.
     support: none
     details: In check mode nothing is fetched and the task is skipped.
   diff_mode:
+    description: Returns what changed (or would change, in check mode) in diff mode.
     support: none
 """
 

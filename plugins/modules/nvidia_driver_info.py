@@ -23,15 +23,17 @@ description:
     (C(sh FILE --version)), to check an artifact before installing it.
   - Changes nothing.
 version_added: "0.1.0"
-author: miglab developers
+author: miglab developers (!UNKNOWN)
 options:
   installer:
     description: Path (on the guest) of an C(NVIDIA-Linux-*.run) file whose version to read.
     type: path
 attributes:
   check_mode:
+    description: Can run in check mode and report what would change, changing nothing.
     support: full
   diff_mode:
+    description: Returns what changed (or would change, in check mode) in diff mode.
     support: none
 """
 
@@ -140,7 +142,7 @@ def nouveau_loaded(module: AnsibleModule) -> bool:
             continue
     lsmod = module.get_bin_path("lsmod")
     if lsmod:
-        rc, out, _ = module.run_command([lsmod])
+        rc, out, _err = module.run_command([lsmod])
         return rc == 0 and "nouveau" in parse_lsmod(out)
     return False
 

@@ -22,7 +22,7 @@ description:
     loaded again, then containers), the RV(stopped) of the earlier call.
   - Check mode reports what would be stopped or started.
 version_added: "0.1.0"
-author: miglab developers
+author: miglab developers (!UNKNOWN)
 options:
   state:
     description: C(stopped) stops the driver's users; C(started) starts the ones in O(users).
@@ -39,8 +39,10 @@ options:
     default: 30
 attributes:
   check_mode:
+    description: Can run in check mode and report what would change, changing nothing.
     support: full
   diff_mode:
+    description: Returns what changed (or would change, in check mode) in diff mode.
     support: none
 """
 

@@ -21,7 +21,7 @@ description:
     licensing settings may not have been applied).
   - Changes nothing.
 version_added: "0.1.0"
-author: miglab developers
+author: miglab developers (!UNKNOWN)
 options:
   timeout:
     description: Seconds to wait for the licence before failing.
@@ -37,8 +37,10 @@ options:
     default: nvidia-smi
 attributes:
   check_mode:
+    description: Can run in check mode and report what would change, changing nothing.
     support: full
   diff_mode:
+    description: Returns what changed (or would change, in check mode) in diff mode.
     support: none
 """
 

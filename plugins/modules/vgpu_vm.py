@@ -26,7 +26,7 @@ description:
     smaller O(mmio_gb) is applied with a warning.
   - Check mode and diff mode report exactly what would change and change nothing.
 version_added: "0.1.0"
-author: miglab developers
+author: miglab developers (!UNKNOWN)
 extends_documentation_fragment: [miglab.lab.vmware]
 options:
   datacenter:
@@ -131,7 +131,7 @@ options:
     type: int
   mig_slot:
     description:
-      - The planned MIG start slot, reported back in RV(vms[].placement.planned); the slot in
+      - The planned MIG start slot, reported back in C(planned) of RV(vms[].placement); the slot in
         use is read on the ESXi host (C(nvidia-smi vgpu -q), C(nvidia-smi mig -lgi)), not here.
     type: int
   gpu_pin:
@@ -171,8 +171,10 @@ options:
     default: 900
 attributes:
   check_mode:
+    description: Can run in check mode and report what would change, changing nothing.
     support: full
   diff_mode:
+    description: Returns what changed (or would change, in check mode) in diff mode.
     support: full
 """
 

@@ -17,7 +17,7 @@ description:
     cluster. VMs in clusters without DRS, or on a lone host, are left alone and reported.
   - Check mode reports what would change; a second run changes nothing.
 version_added: "0.2.0"
-author: miglab developers
+author: miglab developers (!UNKNOWN)
 extends_documentation_fragment: [miglab.lab.vmware]
 options:
   vms:
@@ -36,8 +36,10 @@ options:
     choices: [manual, partiallyAutomated, fullyAutomated]
 attributes:
   check_mode:
+    description: Can run in check mode and report what would change, changing nothing.
     support: full
   diff_mode:
+    description: Returns what changed (or would change, in check mode) in diff mode.
     support: none
 notes:
   - Sources, real-lab notes V5 - NVIDIA AI Enterprise user guide, "vGPU in a DRS cluster";

@@ -16,7 +16,7 @@ description:
     Clones of one template that were not customized share its machine-id and so one DHCP lease
     (VMware KB 82229); waiting does not change that.
 version_added: "0.1.0"
-author: miglab developers
+author: miglab developers (!UNKNOWN)
 extends_documentation_fragment: [miglab.lab.vmware]
 options:
   names:
@@ -34,8 +34,10 @@ options:
     default: 5
 attributes:
   check_mode:
+    description: Can run in check mode and report what would change, changing nothing.
     support: full
   diff_mode:
+    description: Returns what changed (or would change, in check mode) in diff mode.
     support: none
 """
 
