@@ -70,17 +70,6 @@ for rel in files:
         os.makedirs(os.path.dirname(os.path.join(dest, rel)), exist_ok=True)
         shutil.copy2(src, os.path.join(dest, rel))
 EOF
-# TEMPORARY, while plugins/modules/esxi_cluster_image.py is written elsewhere: its DOCUMENTATION
-# has the author without (!UNKNOWN) and attributes without descriptions (fixed in every other
-# module). ansible-lint refuses an invalid-documentation line in the committed ignore file, and
-# ansible-test refuses an ignore line with nothing to ignore, so the copy gets one only while the
-# file still needs it. Remove this block once that module is fixed.
-if grep -q '^author: miglab developers$' "$TREE/plugins/modules/esxi_cluster_image.py" 2>/dev/null; then
-  log "TEMPORARY: esxi_cluster_image.py validate-modules:invalid-documentation ignored (author, attributes)"
-  echo "plugins/modules/esxi_cluster_image.py validate-modules:invalid-documentation # TEMPORARY" \
-    >>"$TREE/tests/sanity/ignore-$core.txt"
-fi
-
 # 2. ansible-test's pip bootstrap, seeded in its cache.
 pip_version=$("$PY" -c '
 import types

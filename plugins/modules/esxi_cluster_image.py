@@ -27,7 +27,7 @@ description:
   - Check mode reports the import, the image change (as a diff) and the hosts it would
     remediate, changing nothing.
 version_added: "0.3.0"
-author: miglab developers
+author: miglab developers (!UNKNOWN)
 extends_documentation_fragment: [miglab.lab.vmware]
 options:
   esxi_hostname:
@@ -80,8 +80,10 @@ options:
     default: 7200
 attributes:
   check_mode:
+    description: Can run in check mode and report the import, image change and remediation it would do.
     support: full
   diff_mode:
+    description: Returns the image's components before and after (or as they would be, in check mode).
     support: full
 notes:
   - Real-lab notes V16 (Broadcom KB 440252; F. Denneman 2023). API - VMware vSphere Automation
