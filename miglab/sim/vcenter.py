@@ -56,6 +56,9 @@ VCENTER_8 = "8.0.3"
 # The lab inventory's simulator settings (sim only): miglab_sim_<key>, on the ESXi hosts.
 SIM_PREFIX = "miglab_sim_"
 
+# The simulator's ESXi release when the lab inventory names none (miglab/sim/vcsim: esxiVersion).
+DEFAULT_ESXI = "7.0.3"
+
 # PCI bus numbers given to a host's GPUs, in order (those of a 4-GPU Dell PowerEdge first).
 GPU_BUSES = (0x3B, 0x5E, 0x86, 0xAF, 0xD8, 0x17, 0x31, 0x4B, 0x65, 0xB1, 0xCA, 0xE3)
 
@@ -141,6 +144,10 @@ def lab_json(
                 gpu["mig_memory_slices"] = model.memory_slices
             gpus.append(gpu)
             types = [*model.mig_backed.values(), *(t.name for t in model.time_sliced)]
+            # A host offers only the vGPU types of its ESXi release (NVIDIA's vGPU type tables:
+            # e.g. MIG types with media engines on ESXi only from vSphere 8.0 U3).
+            release = getattr(host, "esxi_version", None) or DEFAULT_ESXI
+            types = [t for t in types if model.availability(t).vsphere_ok(release) is not False]
             vgpu_types += [t for t in types if t not in vgpu_types]
             for profile in model.profiles:
                 vgpu_type = model.mig_backed.get(profile.name)
