@@ -1109,7 +1109,7 @@ def read_mig_capture(text: str, file: str = "<capture>") -> tuple[MigCapture, st
         if s.kind not in ("lgip", "lgipp"):
             continue
         try:
-            key = (s.kind, *_mig_key(parse_mig_profiles(_lines_text(lines, [s]), file)))
+            key = (s.kind, *_mig_key(_section_call(parse_mig_profiles, lines, s, file)))
         except ValidationError:
             used.add(k)  # its problems are reported below, with the others
             continue
@@ -1136,7 +1136,7 @@ def _gpu_name(lines: list[str], s: CaptureSection, index: int, file: str) -> str
     """The name of GPU ``index`` in a --query-gpu CSV or -q section; None if it has none."""
     try:
         if s.kind == "csv":
-            rows = parse_query_gpu_csv(_lines_text(lines, [s]), file, fields=_fields(s))
+            rows = _section_call(parse_query_gpu_csv, lines, s, file, fields=_fields(s))
             by_index = [r for r in rows if r.get("index") == str(index)]
             row = by_index[0] if by_index else (rows[index] if index < len(rows) else {})
             return row.get("name")
@@ -1152,12 +1152,11 @@ def _fields(s: CaptureSection) -> list[str] | None:
     return list(s.fields) if s.fields is not None else None
 
 
-def _query_section(lines: list[str], s: CaptureSection, file: str) -> list[dict]:
-    """parse_query of one -q / -q -x section, problems naming the file's lines."""
-    if s.kind == "query":
-        return parse_query(_lines_text(lines, [s]), file)
+def _section_call(call, lines: list[str], s: CaptureSection, file: str, **kw):
+    """``call(text, file, **kw)`` on one section's output alone (linear in the section, however
+    many sections the file has), its problems naming the file's lines."""
     try:
-        return parse_query("\n".join(lines[s.start - 1 : s.last]), file)
+        return call("\n".join(lines[s.start - 1 : s.last]) + "\n", file, **kw)
     except ValidationError as exc:
         shifted = []
         for p in exc.problems:
@@ -1165,6 +1164,11 @@ def _query_section(lines: list[str], s: CaptureSection, file: str) -> list[dict]
             field = f"line {int(m[1]) + s.start - 1}" if m else p.field
             shifted.append(Problem(p.file, field, p.reason))
         raise ValidationError(shifted) from None
+
+
+def _query_section(lines: list[str], s: CaptureSection, file: str) -> list[dict]:
+    """parse_query of one -q / -q -x section, problems naming the file's lines."""
+    return _section_call(parse_query, lines, s, file)
 
 
 _GPU_KEYS = (
@@ -1225,7 +1229,7 @@ def _gpu_records(lines: list[str], s: CaptureSection, file: str) -> list[dict]:
     if s.kind in ("query", "query_xml"):
         return [{key: gpu.get(key) for key in _GPU_KEYS} for gpu in _query_section(lines, s, file)]
     if s.kind == "csv":
-        rows = parse_query_gpu_csv(_lines_text(lines, [s]), file, fields=_fields(s))
+        rows = _section_call(parse_query_gpu_csv, lines, s, file, fields=_fields(s))
         return [
             {
                 "pci_bus_id": row.get("pci.bus_id"),
@@ -1249,29 +1253,38 @@ def _gpu_records(lines: list[str], s: CaptureSection, file: str) -> list[dict]:
 
 
 def _merge_gpus(merged: list[dict], records: list[dict]) -> None:
-    """Add ``records`` (one section's GPUs) to ``merged``: a GPU already there gets the values
-    it lacks; any other is appended."""
+    """Add ``records`` (one section's GPUs) to ``merged``: a GPU already there (same PCI bus id,
+    else same UUID, else same position when both list as many GPUs) gets the values it lacks;
+    any other is appended."""
+    by_bus: dict[tuple, dict] = {}
+    by_uuid: dict[str, dict] = {}
+
+    def index(gpu: dict) -> None:
+        bus = _bus_key(gpu["pci_bus_id"])
+        if bus is not None:
+            by_bus.setdefault(bus, gpu)
+        if gpu["uuid"]:
+            by_uuid.setdefault(gpu["uuid"].lower(), gpu)
+
+    for gpu in merged:
+        index(gpu)
     same_count = len(records) == len(merged)
     for position, rec in enumerate(records):
-        target = None
-        for gpu in merged:
-            bus, other = _bus_key(rec["pci_bus_id"]), _bus_key(gpu["pci_bus_id"])
-            if bus is not None and other is not None:
-                if bus == other:
-                    target = gpu
-                    break
-                continue
-            if rec["uuid"] and gpu["uuid"] and rec["uuid"].lower() == gpu["uuid"].lower():
-                target = gpu
-                break
-        if target is None and same_count and merged:
-            candidate = merged[position]
-            bus, other = _bus_key(rec["pci_bus_id"]), _bus_key(candidate["pci_bus_id"])
-            if bus is None or other is None:
-                target = candidate
+        bus = _bus_key(rec["pci_bus_id"])
+        target = by_bus.get(bus) if bus is not None else None
+        if target is None and rec["uuid"]:
+            target = by_uuid.get(rec["uuid"].lower())
+        if target is None and same_count:
+            target = merged[position]
+        if target is not None and bus is not None:
+            other = _bus_key(target["pci_bus_id"])
+            if other is not None and other != bus:
+                target = None  # another GPU
         if target is None:
-            merged.append(dict(rec))
-            continue
-        for key, value in rec.items():
-            if target.get(key) is None and value is not None:
-                target[key] = value
+            target = dict(rec)
+            merged.append(target)
+        else:
+            for key, value in rec.items():
+                if target.get(key) is None and value is not None:
+                    target[key] = value
+        index(target)
