@@ -130,15 +130,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("gpu", metavar="GPU", help="catalog name, alias, nvidia-smi name or PCI id")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_gpu_profiles)
-    p = gsub.add_parser("import-mig", help="read `nvidia-smi mig -lgip`/`-lgipp` output")
+    p = gsub.add_parser(
+        "import-mig",
+        help="a GPU model from `nvidia-smi mig -lgip`/`-lgipp` output, found anywhere in a saved "
+        "capture (other nvidia-smi output and prompts are skipped, with a note)",
+    )
     p.add_argument("file", metavar="FILE")
     p.add_argument("--name", help="GPU name to give the imported model")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_gpu_import_mig)
     p = gsub.add_parser(
         "inspect",
-        help="GPUs, driver and MIG mode from `nvidia-smi -q` or "
-        "`--query-gpu ... --format=csv` output",
+        help="GPUs, driver and MIG mode from `nvidia-smi -q` (or -q -x), "
+        "`--query-gpu ... --format=csv` and `-L` output, anywhere in a saved capture",
     )
     p.add_argument("file", metavar="FILE")
     p.add_argument("--json", action="store_true")
