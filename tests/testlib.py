@@ -285,3 +285,40 @@ def clock_responder(host: str = "127.0.0.1"):
         stop.set()
         t.join()
         sock.close()
+
+
+ESXI_STANDIN = ROOT / "miglab" / "sim" / "standins" / "esxi"
+
+
+def esxi_standin_host(tmp_path: Path, bundle_esxi: str, *init: str):
+    """An ESXi stand-in (esxi_standin.py) on a temporary state file, run as ``run("esxcli",
+    ...)``; ``run.bundle(driver, flavour="AIE", **kw)`` writes a stand-in bundle for the ESXi
+    release ``bundle_esxi`` (make-bundle.py); ``init``: the arguments of ``esxi-standin init``."""
+    env = {
+        "ESXI_STANDIN_STATE": str(tmp_path / "state" / "state.json"),
+        "ESXI_STANDIN_NVSMI_LINK": str(tmp_path / "nvidia-smi"),
+        "ESXI_STANDIN_NVSMI_TARGET": "/bin/true",
+        "ESXI_STANDIN_DAEMON_LINK": str(tmp_path / "init.d" / "nvdGpuMgmtDaemon"),
+        "ESXI_STANDIN_DAEMON_TARGET": "/bin/true",
+        "ESXI_STANDIN_VCENTER_DIR": str(tmp_path / "vcenter"),
+        "PATH": "/usr/bin:/bin",
+    }
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, str(ESXI_STANDIN / "esxi_standin.py"), *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+
+    def bundle(driver: str, flavour: str = "AIE", **kw) -> str:
+        make = load_script(ESXI_STANDIN / "make-bundle.py", "miglab_make_bundle")
+        return str(make.write(driver, bundle_esxi, tmp_path / "bundles", flavour=flavour, **kw)[0])
+
+    run.bundle, run.tmp = bundle, tmp_path
+    res = run("esxi-standin", "init", *init)
+    assert res.returncode == 0, res.stderr
+    return run

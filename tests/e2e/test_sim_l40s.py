@@ -3,6 +3,9 @@ simulated lab, as a user of the installed miglab runs it: a project made by `mig
 (tests/e2e/conftest.py installs the wheel and the collection), which carries the checkout's
 inventories/sim-l40s, `miglab sim up -i` that inventory, `miglab run -i` the short campaign
 tests/e2e/campaigns/sim-l40s.yml (one VM with a whole L40S, then two VMs time-slicing one).
+The lab's cluster is managed by a vLCM image (ESXi/vCenter 8.0.3): the NVIDIA driver goes on
+through the cluster image (depot pull, draft, commit, remediation), the host stays compliant, and
+a second hosts phase changes nothing.
 
 Only one simulated lab runs at a time (containers named like the lab's hosts, one simulator):
 this module's lab lives in its own project and is brought down at the end of the module, like
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -77,6 +81,25 @@ def l40s_run(l40s_lab, results):
     return res
 
 
+def _recap(stdout: str) -> dict[str, dict[str, int]]:
+    """PLAY RECAP -> {host: {ok, changed, failed, ...}}."""
+    out = {}
+    for m in re.finditer(r"^(\S+)\s+:\s+(.*)$", stdout.split("PLAY RECAP", 1)[-1], re.M):
+        out[m.group(1)] = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(2))}
+    return out
+
+
+def _lifecycle_api():
+    from miglab.adapters.vsphere.connection import ConnectionSpec
+    from miglab.adapters.vsphere.lifecycle import LifecycleApi
+
+    conn = json.loads((LAB.project / ".cache" / "sim" / "vcsim.json").read_text())
+    spec = ConnectionSpec(
+        conn["hostname"], conn["username"], conn["password"], conn["port"], True, conn["ca_bundle"]
+    )
+    return LifecycleApi(spec, poll_s=0.2)
+
+
 def _metas(results: Path) -> dict[str, dict]:
     runs = results.glob(f"{NAME}/*/*/resnet50/Offline/performance/run_1/miglab_run.json")
     return {p.parts[-6]: json.loads(p.read_text()) for p in runs}
@@ -121,3 +144,45 @@ def test_the_report_sums_the_shared_gpu_to_one_gpus_throughput(l40s_run, results
     for g in groups.values():
         for run in g["runs"]:
             assert run["included"] and run["overlap_fraction"] >= 0.9, run
+
+
+HOST = "esxi-l40s-01.sim.miglab.test"
+
+
+def test_the_driver_went_on_through_the_cluster_image_and_the_host_is_compliant(l40s_run):
+    """Issue 19 / real-lab notes V16: on an image-managed cluster the hosts phase adds NVIDIA's
+    components to the cluster image and vLCM remediates the host; esxcli installs nothing."""
+    with _lifecycle_api() as api:
+        where = api.locate_host(HOST)
+        assert api.image_managed(where["cluster"])
+        image = api.software(where["cluster"])["components"]
+        assert any(n.startswith("NVD-") for n in image), image
+        assert "nvd-gpu-mgmt-daemon" in image, image
+        compliance = api.scan(where["cluster"], timeout=300)
+        assert compliance["status"] == "COMPLIANT", compliance
+    state = json.loads(
+        subprocess.run(
+            ["podman", "exec", HOST, "esxi-standin", "show"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout  # fmt: skip
+    )
+    log = "\n".join(state["log"])
+    assert "image-apply: installed" in log, log[-3000:]
+    assert not re.search(r"\b(component|vib) install ", log), log[-3000:]  # no esxcli install
+    assert state["loaded_driver"], state
+
+
+def test_a_second_hosts_phase_changes_nothing(l40s_run):
+    res = subprocess.run(
+        [str(LAB.bindir / "ansible-playbook"), "miglab.lab.site", "-i", "inventories/sim-l40s",
+         "--tags", "validate,hosts"],
+        cwd=LAB.project, env={**LAB.env, "MIGLAB_CAMPAIGN": str(CAMPAIGN)}, capture_output=True,
+        text=True, timeout=1200,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-3000:]
+    assert "image and host compliant, nothing to do" in res.stdout, res.stdout[-6000:]
+    recap = _recap(res.stdout)
+    assert recap and all(r["changed"] == 0 and r["failed"] == 0 for r in recap.values()), recap

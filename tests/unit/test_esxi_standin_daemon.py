@@ -7,56 +7,21 @@ and verify (miglab.core.esxi.driver / .daemon) on what the stand-in prints."""
 
 from __future__ import annotations
 
-import importlib
-import subprocess
-import sys
-
 import pytest
 
 from miglab.core import esxi
 from miglab.core.esxi import daemon as gmd
-from testlib import ROOT
+from testlib import ROOT, esxi_standin_host, load_script
 
 STANDIN = ROOT / "miglab" / "sim" / "standins" / "esxi"
 QUERY = ["--query-gpu=" + ",".join(esxi.NVSMI_QUERY_FIELDS), "--format=csv"]
 SCRIPT = "nvdGpuMgmtDaemon"
 
 
-def _make():
-    sys.path.insert(0, str(STANDIN))
-    try:
-        return importlib.import_module("make-bundle")
-    finally:
-        sys.path.pop(0)
-
-
 @pytest.fixture
 def host(tmp_path):
-    env = {
-        "ESXI_STANDIN_STATE": str(tmp_path / "state" / "state.json"),
-        "ESXI_STANDIN_NVSMI_LINK": str(tmp_path / "nvidia-smi"),
-        "ESXI_STANDIN_NVSMI_TARGET": "/bin/true",
-        "ESXI_STANDIN_DAEMON_LINK": str(tmp_path / "init.d" / SCRIPT),
-        "ESXI_STANDIN_DAEMON_TARGET": "/bin/true",
-        "PATH": "/usr/bin:/bin",
-    }
-
-    def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, str(STANDIN / "esxi_standin.py"), *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-
-    def bundle(driver: str, flavour: str = "AIE") -> str:
-        return str(_make().write(driver, "7.0.2", tmp_path / "bundles", flavour=flavour)[0])
-
-    run.bundle = bundle
+    run = esxi_standin_host(tmp_path, "7.0.2", "gpus=A100-PCIE-80GB:1")
     run.script = tmp_path / "init.d" / SCRIPT
-    assert run("esxi-standin", "init", "gpus=A100-PCIE-80GB:1").returncode == 0
     return run
 
 
@@ -80,7 +45,7 @@ def _facts(host, daemon_bundle: str | None = None) -> dict:
 
 
 def test_v8_daemon_bundle_is_reproducible_and_named_like_nvidias(tmp_path):
-    make = _make()
+    make = load_script(STANDIN / "make-bundle.py", "miglab_make_bundle")
     a = make.write("550.54.16", "8.0.0", tmp_path / "a", flavour="DAEMON")
     b = make.write("550.54.16", "8.0.0", tmp_path / "b", flavour="DAEMON")
     assert a[1] == b[1] and a[0].name == b[0].name

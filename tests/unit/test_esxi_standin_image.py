@@ -6,53 +6,21 @@ backend (miglab/sim/vlcm_lab.py) runs them, with a temporary state file."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import subprocess
-import sys
 
 import pytest
 
 from miglab.core import esxi
 from miglab.formats import esxcli
-from testlib import ROOT
+from testlib import esxi_standin_host
 
-STANDIN = ROOT / "miglab" / "sim" / "standins" / "esxi"
 QUERY = ["--query-gpu=" + ",".join(esxi.NVSMI_QUERY_FIELDS), "--format=csv"]
-
-
-def _make():
-    sys.path.insert(0, str(STANDIN))
-    try:
-        return importlib.import_module("make-bundle")
-    finally:
-        sys.path.pop(0)
 
 
 @pytest.fixture
 def host(tmp_path):
-    env = {
-        "ESXI_STANDIN_STATE": str(tmp_path / "state" / "state.json"),
-        "ESXI_STANDIN_NVSMI_LINK": str(tmp_path / "nvidia-smi"),
-        "ESXI_STANDIN_NVSMI_TARGET": "/bin/true",
-        "ESXI_STANDIN_DAEMON_LINK": str(tmp_path / "init.d" / "nvdGpuMgmtDaemon"),
-        "ESXI_STANDIN_DAEMON_TARGET": "/bin/true",
-        "ESXI_STANDIN_VCENTER_DIR": str(tmp_path / "vcenter"),
-        "PATH": "/usr/bin:/bin",
-    }
-
-    def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, str(STANDIN / "esxi_standin.py"), *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-
-    def bundle(driver: str, flavour: str = "AIE", **kw) -> str:
-        return str(_make().write(driver, "8.0.0", tmp_path / "bundles", flavour=flavour, **kw)[0])
+    run = esxi_standin_host(tmp_path, "8.0.0", "gpus=A100-PCIE-80GB:2", "esxi=8.0.3")
 
     def components() -> dict:
         res = run("esxi-standin", "components")
@@ -62,9 +30,7 @@ def host(tmp_path):
     def apply(*zips: str) -> subprocess.CompletedProcess:
         return run("esxi-standin", "image-apply", *zips)
 
-    run.bundle, run.components, run.apply, run.tmp = bundle, components, apply, tmp_path
-    init = run("esxi-standin", "init", "gpus=A100-PCIE-80GB:2", "esxi=8.0.3")
-    assert init.returncode == 0, init.stderr
+    run.components, run.apply = components, apply
     return run
 
 
