@@ -322,3 +322,28 @@ def esxi_standin_host(tmp_path: Path, bundle_esxi: str, *init: str):
     res = run("esxi-standin", "init", *init)
     assert res.returncode == 0, res.stderr
     return run
+
+
+def require_sim_lab() -> None:
+    """Skip unless a simulated lab can run here (root, podman, not MIGLAB_SKIP_SIM=1), then bring
+    the checkout's own lab down: it would hold the same simulator, containers and ports."""
+    import shutil
+
+    import pytest
+
+    if os.environ.get("MIGLAB_SKIP_SIM", "0") == "1":
+        pytest.skip("MIGLAB_SKIP_SIM=1")
+    if os.geteuid() != 0 or not shutil.which("podman"):
+        pytest.skip("the simulated lab needs root and podman")
+    subprocess.run([str(BIN / "miglab"), "sim", "down"], cwd=ROOT, env=ansible_env(),
+                   capture_output=True, timeout=300, check=False)  # fmt: skip
+
+
+def play_recap(stdout: str) -> dict[str, dict[str, int]]:
+    """ansible-playbook's PLAY RECAP -> {host: {ok, changed, failed, ...}}."""
+    import re
+
+    out = {}
+    for m in re.finditer(r"^(\S+)\s+:\s+(.*)$", stdout.split("PLAY RECAP", 1)[-1], re.M):
+        out[m.group(1)] = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(2))}
+    return out

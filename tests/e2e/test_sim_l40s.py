@@ -16,16 +16,14 @@ inventory. Slow (minutes), needs root and podman.
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from miglab.mlperf.guest.sut.slice_model import full_gpu_rate
-from testlib import BIN, ROOT, ansible_env
+from testlib import ROOT, play_recap, require_sim_lab
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sim]
 
@@ -50,13 +48,7 @@ def _run(*args: str, timeout: int = 1800) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def l40s_lab(installed):
-    if os.environ.get("MIGLAB_SKIP_SIM", "0") == "1":
-        pytest.skip("MIGLAB_SKIP_SIM=1")
-    if os.geteuid() != 0 or not shutil.which("podman"):
-        pytest.skip("the simulated lab needs root and podman")
-    # The checkout's own lab down: it would hold the same simulator and containers.
-    subprocess.run([str(BIN / "miglab"), "sim", "down"], cwd=ROOT, env=ansible_env(),
-                   capture_output=True, timeout=300, check=False)  # fmt: skip
+    require_sim_lab()
     LAB.project, LAB.bindir, LAB.env = installed.init("siml40s"), installed.bindir, installed.env
     # the starter project carries the L40S lab, as it carries inventories/sim
     hosts = LAB.project / "inventories" / "sim-l40s" / "hosts.yml"
@@ -79,14 +71,6 @@ def l40s_run(l40s_lab, results):
     res = _run("run", str(CAMPAIGN), "-i", "inventories/sim-l40s", "--results-dir", str(results))
     assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-6000:]
     return res
-
-
-def _recap(stdout: str) -> dict[str, dict[str, int]]:
-    """PLAY RECAP -> {host: {ok, changed, failed, ...}}."""
-    out = {}
-    for m in re.finditer(r"^(\S+)\s+:\s+(.*)$", stdout.split("PLAY RECAP", 1)[-1], re.M):
-        out[m.group(1)] = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(2))}
-    return out
 
 
 def _lifecycle_api():
@@ -184,5 +168,5 @@ def test_a_second_hosts_phase_changes_nothing(l40s_run):
     )  # fmt: skip
     assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-3000:]
     assert "image and host compliant, nothing to do" in res.stdout, res.stdout[-6000:]
-    recap = _recap(res.stdout)
+    recap = play_recap(res.stdout)
     assert recap and all(r["changed"] == 0 and r["failed"] == 0 for r in recap.values()), recap

@@ -22,7 +22,14 @@ from pathlib import Path
 
 import pytest
 
-from testlib import BIN, ROOT, CountingProxy, ansible_env, run_module, wait_until
+from testlib import (
+    ROOT,
+    CountingProxy,
+    play_recap,
+    require_sim_lab,
+    run_module,
+    wait_until,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sim]
 
@@ -57,23 +64,9 @@ def _run(cmd: list[str], timeout: int = 1200, **env: str) -> subprocess.Complete
                           text=True, timeout=timeout)  # fmt: skip
 
 
-def _recap(stdout: str) -> dict[str, dict[str, int]]:
-    """PLAY RECAP -> {host: {ok, changed, failed, ...}}."""
-    out = {}
-    for m in re.finditer(r"^(\S+)\s+:\s+(.*)$", stdout.split("PLAY RECAP", 1)[-1], re.M):
-        out[m.group(1)] = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(2))}
-    return out
-
-
 @pytest.fixture(scope="module")
 def sim_lab(installed):
-    if os.environ.get("MIGLAB_SKIP_SIM", "0") == "1":
-        pytest.skip("MIGLAB_SKIP_SIM=1")
-    if os.geteuid() != 0 or not shutil.which("podman"):
-        pytest.skip("the simulated lab needs root and podman")
-    # The checkout's own lab down: it would hold the same containers and ports.
-    subprocess.run([str(BIN / "miglab"), "sim", "down"], cwd=ROOT, env=ansible_env(),
-                   capture_output=True, timeout=300, check=False)  # fmt: skip
+    require_sim_lab()
     LAB.project, LAB.bindir, LAB.env = installed.init("simlab"), installed.bindir, installed.env
     res = _run([LAB.bin("miglab"), "sim", "up"], timeout=1800)
     assert res.returncode == 0, res.stdout + res.stderr
@@ -169,7 +162,7 @@ def test_second_site_run_changes_nothing(first_run, results):
         MIGLAB_CAMPAIGN=str(CAMPAIGN),
     )
     assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-3000:]
-    recap = _recap(res.stdout)
+    recap = play_recap(res.stdout)
     assert recap and all(r["changed"] == 0 and r["failed"] == 0 for r in recap.values()), recap
     assert "every run VALID already: skipped" in res.stdout
 
