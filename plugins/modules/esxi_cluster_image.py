@@ -80,10 +80,10 @@ options:
     default: 7200
 attributes:
   check_mode:
-    description: Can run in check mode and report the import, image change and remediation it would do.
+    description: Can run in check mode and report the import, image change and remediation.
     support: full
   diff_mode:
-    description: Returns the image's components before and after (or as they would be, in check mode).
+    description: Returns the image's components before and after (in check mode, as they would be).
     support: full
 notes:
   - Real-lab notes V16 (Broadcom KB 440252; F. Denneman 2023). API - VMware vSphere Automation
