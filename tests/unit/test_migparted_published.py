@@ -56,12 +56,14 @@ CASES = list(EXPECTED)
 IDS = [f"{f.stem}-{g}" for f, g in CASES]
 
 
-def inventory(tmp_path: Path, gpu: str, count: int = 4) -> Path:
-    """A one-host lab with ``count`` GPUs of ``gpu`` (the campaign must fit some lab)."""
+def inventory(tmp_path: Path, gpu: str, count: int = 4, esxi: str = "8.0.3") -> Path:
+    """A one-host lab with ``count`` GPUs of ``gpu`` on ESXi ``esxi`` (the campaign must fit some
+    lab; 8.0.3 offers every vGPU type, so the version gate runs and passes)."""
     path = tmp_path / "hosts.yml"
     path.write_text(
         "all:\n  children:\n    esxi_hosts:\n      hosts:\n        gpu-01.lab.example:\n"
         f"          miglab_host_gpus: [{{model: {gpu}, count: {count}}}]\n"
+        f'          miglab_host_esxi_version: "{esxi}"\n'
         "          miglab_host_cpus: 256\n          miglab_host_memory_gb: 2048\n"
         "      vars: {miglab_host_cpu_overcommit: 2.0}\n"
     )
@@ -111,6 +113,21 @@ def test_published_file_result_validates(file, gpu, tmp_path):
     assert f"{len(EXPECTED[(file, gpu)][0])} scenarios" in checked.stdout
     loaded, _ = load_checked(campaign, lab)
     assert loaded.gpu.name == gpu
+
+
+def test_on_esxi_7_0_3_the_version_gate_refuses_the_configs_that_need_8_0_u3(tmp_path):
+    """The import does not know the lab; validation does: a 7.0.3 host offers neither the CME
+    nor the double-memory 1g type (NVIDIA AI Enterprise's footnote), so exactly those two configs
+    are refused, one line each."""
+    res = run_cli("gpu", "from-mig-parted", DEFAULT, "--gpu", A100, "--name", "published")
+    campaign = tmp_path / "campaign.yml"
+    campaign.write_text(res.stdout)
+    checked = run_cli("validate", campaign, "-i", inventory(tmp_path, A100, esxi="7.0.3"))
+    assert checked.returncode == 2
+    lines = [line for line in checked.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 2, checked.stderr
+    assert "scenarios.all-1g-10gb-me" in lines[0] and "needs vSphere 8.0 U3" in lines[0]
+    assert "scenarios.all-1g-20gb" in lines[1] and "runs 7.0.3" in lines[1]
 
 
 @pytest.mark.parametrize("gpu", [A100, H100])
